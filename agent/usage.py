@@ -1,0 +1,90 @@
+"""Counting LLM calls and tokens per step, from langchain callbacks.
+
+Every node tags its model calls with ``metadata={"hoptree_step": name}``; this handler sums calls,
+cache hits and prompt/completion tokens per step, so traces, evals and ``doctor`` can say what a
+question cost. Cache hits are counted apart: their tokens were spent once, on an earlier run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+
+from agent.llm_cache import CACHE_HIT_FLAG
+
+STEP_KEY = "hoptree_step"
+UNNAMED_STEP = "other"
+
+
+@dataclass
+class StepUsage:
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # served from the server's prefix cache (not ours)
+    errors: int = 0
+
+    def add(self, other: StepUsage) -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+class UsageTracker(BaseCallbackHandler):
+    """Thread-safe; one tracker per question (or per eval run) is the intended grain."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._steps: dict[str, StepUsage] = {}
+        self._run_steps: dict[UUID, str] = {}
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        step = str((metadata or {}).get(STEP_KEY) or UNNAMED_STEP)
+        with self._lock:
+            self._run_steps[run_id] = step
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            step = self._run_steps.pop(run_id, UNNAMED_STEP)
+            usage = self._steps.setdefault(step, StepUsage())
+            usage.calls += 1
+            for generation in (g for batch in response.generations for g in batch):
+                message = getattr(generation, "message", None)
+                if message is None:
+                    continue
+                if message.response_metadata.get(CACHE_HIT_FLAG):
+                    usage.cache_hits += 1
+                    continue
+                meta = getattr(message, "usage_metadata", None) or {}
+                usage.prompt_tokens += int(meta.get("input_tokens", 0))
+                usage.completion_tokens += int(meta.get("output_tokens", 0))
+                details = meta.get("input_token_details") or {}
+                usage.cached_prompt_tokens += int(details.get("cache_read", 0) or 0)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            step = self._run_steps.pop(run_id, UNNAMED_STEP)
+            self._steps.setdefault(step, StepUsage()).errors += 1
+
+    def by_step(self) -> dict[str, StepUsage]:
+        with self._lock:
+            return {name: StepUsage(**asdict(u)) for name, u in self._steps.items()}
+
+    def total(self) -> StepUsage:
+        total = StepUsage()
+        for usage in self.by_step().values():
+            total.add(usage)
+        return total

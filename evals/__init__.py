@@ -1,0 +1,1 @@
+"""Dataset loaders, metrics, the evaluation runner and its reports."""
