@@ -1,0 +1,43 @@
+"""Shared fixtures. Heavy real parts (the embedding model, the local llama.cpp server) are built
+once per session; every test gets its own data directory so caches never leak between tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.settings import Settings, load_settings
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Defaults with a private data dir; no hoptree.toml or HOPTREE_* from the developer's shell."""
+    for name in list(__import__("os").environ):
+        if name.startswith("HOPTREE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    return load_settings(data_dir=tmp_path / "data")
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    from agent.embeddings import SentenceTransformerEmbeddings
+
+    return SentenceTransformerEmbeddings()
+
+
+@pytest.fixture(scope="session")
+def local_chat() -> Iterator:
+    """The real embedded model (1.5B, llama.cpp on 127.0.0.1), started once; no response cache.
+
+    The joined GGUF lives in the user's normal data dir so it is assembled once per machine.
+    """
+    from agent.chat_models import build_chat_model
+
+    settings = load_settings()
+    with build_chat_model(settings, cache=False) as handle:
+        yield handle

@@ -1,0 +1,52 @@
+"""A scripted chat model for deterministic control-flow tests. It is not a language model: it
+returns the replies it was given, in order, and records every request it saw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+Reply = str | Callable[[list[BaseMessage]], str]
+
+
+class ScriptedChatModel(BaseChatModel):
+    replies: list[Reply] = Field(default_factory=list)
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": "scripted"}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: Sequence[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        if not self.replies:
+            raise AssertionError("scripted chat model ran out of replies")
+        reply = self.replies.pop(0)
+        text = reply(messages) if callable(reply) else reply
+        message = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": self.prompt_tokens,
+                "output_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,67 @@
+"""`hoptree doctor` and `hoptree demo` as a user runs them: a subprocess, real parts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HOPTREE = [sys.executable, "-m", "agent.cli"]
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    return subprocess.run(
+        [*HOPTREE, *args],
+        env={**clean, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.llm
+def test_doctor_json_reports_every_part(local_chat, tmp_path: Path) -> None:
+    env = {
+        "HOPTREE_DATA_DIR": str(tmp_path / "data"),
+        "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
+        "HOPTREE_LLM__LOCAL_CTX": "2048",
+    }
+    proc = run(["doctor", "--json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] is True
+    assert report["llm"]["ok"] is True and report["llm"]["embedded"] is True
+    assert report["llm"]["model"]
+    assert report["llm"]["tokens_per_second"] > 0
+    assert report["llm"]["structured_output"] is True
+    assert report["embeddings"]["ok"] is True and report["embeddings"]["dim"] == 384
+    assert report["embeddings"]["sentences_per_second"] > 0
+    assert report["index"]["built"] is False
+
+
+def test_doctor_exits_1_and_names_each_broken_part(tmp_path: Path) -> None:
+    env = {
+        "HOPTREE_DATA_DIR": str(tmp_path / "data"),
+        "HOPTREE_LLM__GGUF_PATH": str(tmp_path / "missing.gguf"),
+        "HOPTREE_EMBEDDINGS__MODEL": str(tmp_path / "no-such-model"),
+    }
+    proc = run(["doctor", "--json"], env, tmp_path)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["ok"] is False
+    assert report["llm"]["ok"] is False and "missing.gguf" in report["llm"]["error"]
+    assert report["embeddings"]["ok"] is False and "no-such-model" in report["embeddings"]["error"]
+    assert report["cache"]["ok"] is True  # healthy parts are still reported as healthy
+
+
+def test_bad_settings_exit_2_with_a_message(tmp_path: Path) -> None:
+    proc = run(["doctor"], {"HOPTREE_LLM__TEMPERATURE": "hot"}, tmp_path)
+    assert proc.returncode == 2
+    assert "llm.temperature" in proc.stderr

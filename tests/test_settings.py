@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.settings import Settings, SettingsError, load_settings
+
+
+def write_toml(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_defaults_work_without_any_configuration(settings: Settings, tmp_path: Path) -> None:
+    assert settings.llm.embedded
+    assert settings.llm.local_model == "qwen2.5-coder-1.5b"
+    assert settings.llm.temperature == 0.0
+    assert settings.embeddings.model == "all-MiniLM-L6-v2"
+    assert settings.data_dir == tmp_path / "data"
+    assert settings.llm_cache_path == tmp_path / "data" / "llm_cache.sqlite"
+    assert settings.default_index_dir == tmp_path / "data" / "index"
+
+
+def test_file_overrides_default(settings: Settings, tmp_path: Path) -> None:
+    cfg = write_toml(
+        tmp_path / "custom.toml",
+        '[llm]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "from-file"\n'
+        "[budgets]\nmax_rounds = 5\n",
+    )
+    loaded = load_settings(cfg)
+    assert loaded.llm.model == "from-file"
+    assert not loaded.llm.embedded
+    assert loaded.budgets.max_rounds == 5
+    assert loaded.budgets.max_sub_queries == 8  # untouched keys keep their defaults
+
+
+def test_hoptree_toml_in_working_dir_is_read(settings: Settings, tmp_path: Path) -> None:
+    write_toml(tmp_path / "hoptree.toml", '[llm]\nmodel = "cwd-file"\n')
+    assert load_settings().llm.model == "cwd-file"
+
+
+def test_env_overrides_file(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = write_toml(tmp_path / "c.toml", '[llm]\nmodel = "from-file"\ntemperature = 0.5\n')
+    monkeypatch.setenv("HOPTREE_LLM__MODEL", "from-env")
+    loaded = load_settings(cfg)
+    assert loaded.llm.model == "from-env"
+    assert loaded.llm.temperature == 0.5  # env set one key; the file's other key survives
+
+
+def test_argument_overrides_env(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = write_toml(tmp_path / "c.toml", '[llm]\nmodel = "from-file"\nmax_tokens = 77\n')
+    monkeypatch.setenv("HOPTREE_LLM__MODEL", "from-env")
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "env-data"))
+    loaded = load_settings(cfg, llm={"model": "from-arg"})
+    assert loaded.llm.model == "from-arg"
+    assert loaded.llm.max_tokens == 77
+    assert loaded.data_dir == tmp_path / "env-data"
+
+
+def test_config_file_from_env_var(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = write_toml(tmp_path / "elsewhere.toml", "[embeddings]\nbatch_size = 7\n")
+    monkeypatch.setenv("HOPTREE_CONFIG", str(cfg))
+    assert load_settings().embeddings.batch_size == 7
+
+
+def test_bad_values_give_a_clear_error(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOPTREE_LLM__TEMPERATURE", "hot")
+    with pytest.raises(SettingsError, match=r"llm\.temperature"):
+        load_settings()
+
+
+def test_unknown_keys_are_refused(settings: Settings, tmp_path: Path) -> None:
+    cfg = write_toml(tmp_path / "typo.toml", "[llm]\nmodle = 'x'\n")
+    with pytest.raises(SettingsError, match="modle"):
+        load_settings(cfg)
+
+
+def test_missing_config_file_is_an_error(settings: Settings, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="not found"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_api_key_is_secret(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOPTREE_LLM__API_KEY", "sk-very-secret")
+    loaded = load_settings()
+    assert "sk-very-secret" not in repr(loaded)
+    assert loaded.llm.api_key is not None
+    assert loaded.llm.api_key.get_secret_value() == "sk-very-secret"
