@@ -35,6 +35,7 @@ from elasticsearch import (
 )
 from langchain_core.embeddings import Embeddings
 
+from searchers.dense_faiss import embed_texts, passage_embedding_text
 from searchers.lucene import (
     DEFAULT_FIELDS,
     Group,
@@ -57,6 +58,7 @@ MAX_K = 10_000
 #: Bumped when the mapping changes incompatibly; an index with another version is refused.
 SCHEMA_VERSION = 1
 EMBEDDING_FIELD = "embedding"
+PASSAGE_TEXT = "title+text"
 #: Bulk items rejected with 429 (a busy cluster's write queue) are resent this many times.
 BULK_MAX_ATTEMPTS = 4
 #: Walking an error body's ``caused_by`` chain stops here; real chains are 2-4 deep.
@@ -102,12 +104,6 @@ def connect(
         raise ValueError(f"invalid Elasticsearch URL {url!r}: {exc}") from exc
 
 
-def embedding_text(passage: Passage) -> str:
-    """The text embedded for a passage: the title carries the entity name that multi-hop
-    questions hinge on, and the paragraph often only says "he" or "the film"."""
-    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
-
-
 def index_mapping(dim: int, embedding_model: str) -> dict[str, Any]:
     """The mapping ``create`` puts; public so the live tests and operators can inspect it.
 
@@ -123,6 +119,8 @@ def index_mapping(dim: int, embedding_model: str) -> dict[str, Any]:
                 "schema_version": SCHEMA_VERSION,
                 "embedding_model": embedding_model,
                 "dim": dim,
+                # embedded as the FAISS index embeds them, so the two backends rank alike
+                "passage_text": PASSAGE_TEXT,
             }
         },
         "dynamic": "strict",
@@ -389,7 +387,8 @@ class ElasticsearchStore:
             raise EmbeddingModelMismatch(
                 f"Elasticsearch index {self.index!r} at {self.url} was built with embedding "
                 f"model {info.embedding_model} (dim {info.dim}), not {wanted}; use the same "
-                "model or rebuild the index under another name"
+                f"model (HOPTREE_EMBEDDINGS__MODEL={info.embedding_model}) or rebuild the "
+                "index under another name"
             )
         return info
 
@@ -435,24 +434,21 @@ class ElasticsearchStore:
         return total
 
     def _add_batch(self, batch: Sequence[Passage], embeddings: Embeddings, dim: int) -> int:
-        vectors = embeddings.embed_documents([embedding_text(p) for p in batch])
-        if len(vectors) != len(batch):
-            raise ValueError(f"embeddings returned {len(vectors)} vectors for {len(batch)} texts")
+        vectors = embed_texts(embeddings, [passage_embedding_text(p, PASSAGE_TEXT) for p in batch])
+        if vectors.shape[1] != dim:
+            raise EmbeddingModelMismatch(
+                f"the embedding model makes vectors of dim {vectors.shape[1]}, Elasticsearch "
+                f"index {self.index!r} at {self.url} stores dim {dim}"
+            )
         docs: dict[str, dict[str, Any]] = {}
         for passage, vector in zip(batch, vectors, strict=True):
-            values = [float(x) for x in vector]
-            if len(values) != dim:
-                raise EmbeddingModelMismatch(
-                    f"embedding of passage {passage.id!r} has dim {len(values)}, Elasticsearch "
-                    f"index {self.index!r} at {self.url} stores dim {dim}"
-                )
             # a later duplicate id in one batch wins, as it would across batches
             docs[passage.id] = {
                 "id": passage.id,
                 "title": passage.title,
                 "text": passage.text,
                 "metadata": passage.metadata,
-                EMBEDDING_FIELD: values,
+                EMBEDDING_FIELD: vector.tolist(),
             }
         self._bulk_index(docs)
         return len(docs)

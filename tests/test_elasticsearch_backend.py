@@ -35,6 +35,7 @@ from elastic_transport.client_utils import DEFAULT
 from elasticsearch import Elasticsearch
 from langchain_core.embeddings import Embeddings
 
+from searchers.dense_faiss import passage_embedding_text
 from searchers.elasticsearch_backend import (
     DEFAULT_TIMEOUT_S,
     ElasticsearchDenseRetriever,
@@ -42,7 +43,6 @@ from searchers.elasticsearch_backend import (
     ElasticsearchStore,
     EmbeddingModelMismatch,
     connect,
-    embedding_text,
 )
 from searchers.lucene import parse_lucene, render_query_string
 from searchers.passages import Hit, Passage
@@ -240,6 +240,7 @@ def test_create_puts_mapping_with_model_and_dim_in_meta(
         "schema_version": 1,
         "embedding_model": MODEL,
         "dim": DIM,
+        "passage_text": "title+text",
     }
     props = mappings["properties"]
     assert props["id"] == {"type": "keyword"}
@@ -323,8 +324,8 @@ def test_add_bulk_indexes_batches_by_id_then_refreshes_once(
     assert added == 3
     assert seen == [2, 3]
     assert embeddings.calls == [
-        [embedding_text(PASSAGES[0]), embedding_text(PASSAGES[1])],
-        [embedding_text(PASSAGES[2])],
+        [passage_embedding_text(PASSAGES[0]), passage_embedding_text(PASSAGES[1])],
+        [passage_embedding_text(PASSAGES[2])],
     ]
     first, second = cluster.requests[1], cluster.requests[2]
     assert "x-ndjson" in first.headers["content-type"]
@@ -335,7 +336,9 @@ def test_add_bulk_indexes_batches_by_id_then_refreshes_once(
     doc = first.body[1]
     assert doc["id"] == "p1" and doc["title"] == "Solar eclipse"
     assert doc["text"] == PASSAGES[0].text and doc["metadata"] == {"n": 0}
-    assert doc["embedding"] == pytest.approx(embeddings.embed_query(embedding_text(PASSAGES[0])))
+    assert doc["embedding"] == pytest.approx(
+        embeddings.embed_query(passage_embedding_text(PASSAGES[0]))
+    )
     assert len(doc["embedding"]) == DIM
     assert second.body[0] == {"index": {"_index": INDEX, "_id": "p3"}}
     assert len(second.body) == 2
