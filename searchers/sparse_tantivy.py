@@ -1,43 +1,208 @@
-"""BM25 sparse index on tantivy: the default single-machine backend of the sparse retriever."""
+"""BM25 sparse index on tantivy: the single-machine backend of the sparse retriever.
+
+Schema: ``id`` (raw token, stored: exact lookup, idempotent re-ingest, future deletion),
+``title`` and ``text`` (stored, analyzed by ``hoptree_en``), ``metadata`` (stored JSON bytes,
+not indexed). Queries search title + text with BM25 and Lucene's default operator OR.
+
+``hoptree_en`` = simple tokenizer (split on non-alphanumerics), drop tokens of 40+ bytes,
+lowercase, ASCII folding, English Snowball stemming. Folding is the one step beyond tantivy's
+built-in ``en_stem``: multi-hop corpora are full of accented names (Beyoncé, São Paulo) that a
+model often writes unaccented. No stop words: BM25's IDF already discounts them, and phrases like
+"The Who" need them. Custom tokenizers are not persisted by tantivy, so every open registers it;
+open the index through this class, not raw tantivy.
+
+Concurrency: tantivy's lock file allows one writer per directory (a second ``add`` anywhere
+raises ``RetrievalError`` instead of corrupting); readers reload before every lookup, so any
+instance sees another's committed writes.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from searchers.lucene import LuceneQuery
+import tantivy
+
+from searchers.lucene import Group, LuceneQuery, parse_lucene, render_tantivy
 from searchers.passages import Hit, Passage
+from searchers.retrieval import RetrievalError
+
+log = logging.getLogger(__name__)
+
+TOKENIZER = "hoptree_en"
+SEARCH_FIELDS: tuple[str, ...] = ("title", "text")
+WRITER_HEAP_BYTES = 128_000_000
+#: How often ``add`` reports progress, in passages.
+PROGRESS_EVERY = 1000
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("title", stored=True, tokenizer_name=TOKENIZER)
+    builder.add_text_field("text", stored=True, tokenizer_name=TOKENIZER)
+    builder.add_bytes_field("metadata", stored=True, indexed=False)
+    return builder.build()
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _fields_restricted(query: LuceneQuery, allowed: tuple[str, ...]) -> LuceneQuery:
+    """Unknown fields fall back to the default fields: tantivy refuses a query naming a field
+    its schema lacks, and a hand-built model may carry one the parser would have rejected."""
+    clauses = []
+    for clause in query.clauses:
+        node = clause.node
+        if isinstance(node, Group):
+            node = Group(_fields_restricted(node.query, allowed))
+        field = clause.field if clause.field in allowed else None
+        clauses.append(replace(clause, node=node, field=field))
+    return LuceneQuery(tuple(clauses))
+
+
+def _passage(doc: tantivy.Document) -> Passage:
+    raw = doc.get_first("metadata")
+    metadata: dict[str, Any] = json.loads(bytes(raw).decode()) if raw else {}
+    return Passage(
+        id=str(doc.get_first("id")),
+        title=str(doc.get_first("title") or ""),
+        text=str(doc.get_first("text") or ""),
+        metadata=metadata,
+    )
 
 
 class TantivySparseIndex:
-    """Satisfies ``searchers.retrieval.Retriever``. Skeleton: implementation lands shortly."""
+    """A tantivy index of passages; satisfies ``searchers.retrieval.Retriever``."""
 
     name = "sparse"
 
+    def __init__(self, index: tantivy.Index, path: Path) -> None:
+        """Use ``create`` or ``open``: both register the analyzer the schema depends on."""
+        index.register_tokenizer(TOKENIZER, _analyzer())
+        self._index = index
+        self.path = path
+
     @classmethod
     def create(cls, path: Path) -> TantivySparseIndex:
-        raise NotImplementedError
+        """A new empty index in ``path``, which must be missing or empty (never overwrite: a
+        failed rebuild must leave the previous index intact)."""
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise FileExistsError(f"cannot create a sparse index in non-empty {path}")
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(tantivy.Index(_schema(), path=str(path), reuse=False), path)
 
     @classmethod
     def open(cls, path: Path) -> TantivySparseIndex:
-        raise NotImplementedError
+        """Reopen an index made by ``create``; ``RetrievalError`` if missing, corrupt, or not
+        ours (wrong schema)."""
+        path = Path(path)
+        if not path.is_dir() or not (path / "meta.json").is_file():
+            raise RetrievalError(f"no sparse index at {path}")
+        try:
+            index = tantivy.Index.open(str(path))
+            opened = cls(index, path)
+            index.parse_query("probe", list(SEARCH_FIELDS))
+            index.searcher().doc_freq("id", "probe")
+        except ValueError as exc:
+            raise RetrievalError(f"unusable sparse index at {path}: {exc}") from exc
+        return opened
+
+    def _searcher(self) -> tantivy.Searcher:
+        self._index.reload()
+        return self._index.searcher()
 
     def add(
         self, passages: Iterable[Passage], *, progress: Callable[[int], None] | None = None
     ) -> int:
-        raise NotImplementedError
+        """Index and commit ``passages``; returns how many were new. Ids already indexed (or
+        repeated in ``passages``) are skipped, so re-ingesting a source is idempotent.
+        ``progress`` gets the number of passages handled since its previous call (fits
+        ``tqdm.update``). Nothing is visible, and nothing lost, until the single commit."""
+        searcher = self._searcher()
+        try:
+            writer = self._index.writer(WRITER_HEAP_BYTES)
+        except ValueError as exc:
+            raise RetrievalError(f"sparse index at {self.path} is locked: {exc}") from exc
+        added = handled = 0
+        seen: set[str] = set()
+        try:
+            for passage in passages:
+                handled += 1
+                if passage.id not in seen and not searcher.doc_freq("id", passage.id):
+                    seen.add(passage.id)
+                    writer.add_document(self._document(passage))
+                    added += 1
+                if progress is not None and handled % PROGRESS_EVERY == 0:
+                    progress(PROGRESS_EVERY)
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.commit()
+        writer.wait_merging_threads()  # consumes the writer: releases the lock for others
+        if progress is not None and handled % PROGRESS_EVERY:
+            progress(handled % PROGRESS_EVERY)
+        self._index.reload()
+        return added
+
+    @staticmethod
+    def _document(passage: Passage) -> tantivy.Document:
+        doc = tantivy.Document(id=passage.id, title=passage.title, text=passage.text)
+        doc.add_bytes("metadata", json.dumps(passage.metadata, ensure_ascii=False).encode())
+        return doc
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
-        raise NotImplementedError
+        """Best ``k`` hits for a Lucene string, repaired by ``parse_lucene`` (callers that want
+        the repair notes parse first and call ``retrieve_query``)."""
+        parsed = parse_lucene(query, fields=SEARCH_FIELDS)
+        if parsed.repairs:
+            log.debug("repaired sparse query %r: %s", query, "; ".join(parsed.repairs))
+        return self.retrieve_query(parsed.query, k)
 
     def retrieve_query(self, query: LuceneQuery, k: int = 10) -> list[Hit]:
-        raise NotImplementedError
+        """Best ``k`` hits for a query model; no hits (never an error) when it can match
+        nothing, e.g. exclusions only."""
+        rendered = render_tantivy(_fields_restricted(query, SEARCH_FIELDS))
+        if k <= 0 or not rendered:
+            return []
+        try:
+            parsed = self._index.parse_query(rendered, list(SEARCH_FIELDS))
+        except ValueError:  # a renderer bug must degrade one search, not crash the request
+            log.exception("tantivy refused rendered query %r", rendered)
+            return []
+        searcher = self._searcher()
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        for score, address in searcher.search(parsed, k).hits:
+            passage = _passage(searcher.doc(address))
+            if passage.id not in seen:
+                seen.add(passage.id)
+                hits.append(Hit(passage, float(score), self.name))
+        return hits
 
     def get(self, passage_id: str) -> Passage | None:
-        raise NotImplementedError
+        searcher = self._searcher()
+        query = tantivy.Query.term_query(self._index.schema, "id", passage_id)
+        found = searcher.search(query, 1).hits
+        return _passage(searcher.doc(found[0][1])) if found else None
 
     def __len__(self) -> int:
-        raise NotImplementedError
+        return self._searcher().num_docs
 
     def ids(self) -> set[str]:
-        raise NotImplementedError
+        """Every indexed passage id, read from the term dictionary (no document loads)."""
+        searcher = self._searcher()
+        return {term for term, _ in searcher.terms_with_prefix("id", "")}

@@ -11,7 +11,8 @@ to the renderers, because tantivy and Elasticsearch disagree on what needs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 #: Clause cap per query (nested clauses included): a runaway LLM can write thousands of words,
@@ -20,6 +21,14 @@ MAX_CLAUSES = 64
 
 #: Nesting cap for parentheses; deeper groups are flattened by the parser.
 MAX_DEPTH = 8
+
+#: Boosts are clamped into this range: tantivy's grammar has no exponent notation, a zero boost
+#: silently zeroes scores, and Elasticsearch rejects negative boosts.
+MIN_BOOST = 0.001
+MAX_BOOST = 1000.0
+
+#: Phrase slop cap: beyond a few dozen positions a "phrase" is just a conjunction.
+MAX_SLOP = 50
 
 
 class Occur(StrEnum):
@@ -83,6 +92,39 @@ class ParsedQuery:
     repairs: list[str] = field(default_factory=list, compare=False, hash=False)
 
 
+def searchable(text: str) -> bool:
+    """True when an analyzer keeps something of ``text``: both engines' tokenizers split on
+    non-alphanumerics, and Lucene drops a clause whose text analyzes to nothing."""
+    return any(ch.isalnum() for ch in text)
+
+
+def effective(query: LuceneQuery, keep: Callable[[str], bool] = searchable) -> LuceneQuery | None:
+    """The query as Lucene would execute it, or None when it matches nothing.
+
+    Makes Lucene's quiet rules explicit so renderers can hand engines that disagree (tantivy
+    refuses exclusion-only queries and mis-reads negative groups; Elasticsearch turns them into
+    match-all-except) the same meaning: leaves that analyze to nothing vanish; a group that can
+    match nothing vanishes when optional or excluded and empties the whole query when required;
+    a query of exclusions alone matches nothing. ``keep`` decides which leaf texts survive
+    analysis, so an engine-specific renderer can apply its tokenizer's limits.
+    """
+    kept: list[Clause] = []
+    for clause in query.clauses:
+        node = clause.node
+        if isinstance(node, Group):
+            inner = effective(node.query, keep)
+            if inner is None:
+                if clause.occur is Occur.MUST:
+                    return None
+                continue
+            kept.append(replace(clause, node=Group(inner)))
+        elif keep(node.text):
+            kept.append(clause)
+    if all(clause.occur is Occur.MUST_NOT for clause in kept):
+        return None
+    return LuceneQuery(tuple(kept))
+
+
 def has_positive(query: LuceneQuery) -> bool:
     """True when some SHOULD/MUST clause can match: a query of exclusions alone matches nothing
     in Lucene (and tantivy refuses it), so there is nothing to rank."""
@@ -95,9 +137,10 @@ def has_positive(query: LuceneQuery) -> bool:
 
 
 def is_empty(query: LuceneQuery) -> bool:
-    """True when the query can retrieve nothing: no clauses, or exclusions only. Backends check
-    this first and return no hits instead of sending the engine a query it refuses."""
-    return not has_positive(query)
+    """True when the query can retrieve nothing (no clauses, exclusions only, a required group
+    that cannot match, see ``effective``). Backends check this first and return no hits instead
+    of sending the engine a query it refuses or reads as "everything except"."""
+    return effective(query) is None
 
 
 def count_clauses(query: LuceneQuery) -> int:
