@@ -87,6 +87,31 @@ class BudgetSettings(BaseModel):
     searcher_deadline_s: float = Field(300.0, gt=0)
 
 
+class IndexSettings(BaseModel):
+    """How ``hoptree index build`` lays out a new index and how retrievers read it.
+
+    The dense kind and HNSW parameters apply when an index is created (or rebuilt); an existing
+    index keeps the kind recorded in its directory, so appending never mixes index types.
+    """
+
+    model_config = {"extra": "forbid"}
+
+    dense_kind: Literal["flat", "hnsw"] = Field(
+        "flat", description="flat = exact inner product; hnsw = approximate, for large corpora"
+    )
+    hnsw_m: int = Field(32, ge=4, le=256, description="HNSW graph degree")
+    hnsw_ef_construction: int = Field(80, ge=8, le=4096)
+    hnsw_ef_search: int = Field(128, ge=8, le=8192, description="raised to k when k is larger")
+    chunk_tokens: int = Field(
+        150, ge=16, le=2000, description="max tokens per chunk of text/markdown files"
+    )
+    embed_batch_size: int = Field(256, ge=1, le=65536, description="passages per embedding call")
+    rrf_k: int = Field(60, ge=0, le=10000, description="reciprocal-rank fusion constant")
+    hybrid_depth: int = Field(
+        0, ge=0, le=10000, description="hits asked of each fused retriever; 0 = 2k"
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HOPTREE_",
@@ -100,6 +125,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
 
     @field_validator("data_dir", "index_dir", mode="after")
     @classmethod

@@ -1,0 +1,196 @@
+"""Ingest and raw retrieval as the CLI (and later the server and evals) call them.
+
+This is where settings meet the index machinery of ``searchers``: which embedding model, which
+dense index kind, how big a chunk, where the index lives. ``searchers`` knows none of that.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from agent.embeddings import BUNDLED_MODELS
+from agent.settings import Settings
+from searchers.corpus import expand_sources
+from searchers.index_dir import (
+    RETRIEVER_KINDS,
+    BuildProgress,
+    BuildReport,
+    DenseOptions,
+    IndexDir,
+    SourceSpec,
+    build_index,
+)
+from searchers.passages import Hit
+from searchers.retrieval import Retriever
+
+MAX_QUERY_LINES = 1_000_000
+
+_STAGE_LABELS = {
+    "read": "reading sources",
+    "sparse": "sparse index",
+    "dense": "embedding",
+}
+
+
+class QueryFileError(ValueError):
+    """A batch query file that cannot be used; the message names the line."""
+
+
+def canonical_model_name(name: str) -> str:
+    """One name per model, so "sentence-transformers/all-MiniLM-L6-v2" and "all-MiniLM-L6-v2"
+    (the same bundled weights) do not count as a model change; local folders by absolute path."""
+    if name in BUNDLED_MODELS:
+        return name.removeprefix("sentence-transformers/")
+    return str(Path(name).expanduser().resolve())
+
+
+def _embeddings(settings: Settings) -> Embeddings:
+    # Built here, not through Runtime, so indexing never imports the chat stack; the model
+    # itself loads on the first embedding call, so a no-op rebuild never pays for it.
+    from agent.embeddings import SentenceTransformerEmbeddings
+
+    cfg = settings.embeddings
+    return SentenceTransformerEmbeddings(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+
+
+@contextmanager
+def build_progress(enabled: bool | None = None) -> Iterator[BuildProgress]:
+    """A rich bar per build stage on stderr; off when stderr is not a terminal (CI logs)."""
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=not (sys.stderr.isatty() if enabled is None else enabled),
+    )
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(_STAGE_LABELS.get(stage, stage), total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    with progress:
+        yield update
+
+
+def build(
+    settings: Settings,
+    sources: Sequence[Path],
+    index_dir: Path,
+    *,
+    fmt: str = "auto",
+    rebuild: bool = False,
+    embeddings: Embeddings | None = None,
+    progress: BuildProgress | None = None,
+) -> BuildReport:
+    """Ingest files and directories into ``index_dir`` (create, append, or rebuild)."""
+    files = expand_sources(sources)
+    opts = settings.index
+    return build_index(
+        index_dir,
+        [SourceSpec(path=f, format=fmt) for f in files],
+        embeddings=embeddings if embeddings is not None else _embeddings(settings),
+        embedding_model=canonical_model_name(settings.embeddings.model),
+        dense=DenseOptions(
+            kind=opts.dense_kind,
+            hnsw_m=opts.hnsw_m,
+            hnsw_ef_construction=opts.hnsw_ef_construction,
+            hnsw_ef_search=opts.hnsw_ef_search,
+            batch_size=opts.embed_batch_size,
+        ),
+        max_tokens=opts.chunk_tokens,
+        rebuild=rebuild,
+        progress=progress,
+    )
+
+
+def open_retriever(
+    settings: Settings,
+    index_dir: Path,
+    kind: str,
+    *,
+    embeddings: Embeddings | None = None,
+) -> Retriever:
+    """The raw retriever ``kind`` over ``index_dir``; the embedding model is checked against
+    the index before it is loaded, so a mismatch fails in milliseconds."""
+    if kind not in RETRIEVER_KINDS:
+        raise ValueError(f"unknown retriever {kind!r}; expected {', '.join(RETRIEVER_KINDS)}")
+    index = IndexDir.open(index_dir)
+    if kind == "sparse":
+        return index.sparse()
+    model = canonical_model_name(settings.embeddings.model)
+    index.check_embedding_model(model)
+    return index.retriever(
+        kind,
+        embeddings=embeddings if embeddings is not None else _embeddings(settings),
+        model=model,
+        rrf_k=settings.index.rrf_k,
+        depth=settings.index.hybrid_depth or None,
+    )
+
+
+@dataclass(frozen=True)
+class BatchQuery:
+    id: str
+    query: str
+
+
+def read_queries(path: Path) -> list[BatchQuery]:
+    """All queries of a batch file, validated before any is run, so a bad line 900 fails the
+    batch at once instead of after 899 results. ``question`` is accepted for ``query`` so the
+    evaluation files can be fed in as they are; a missing id becomes the line number."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise QueryFileError(f"cannot read queries from {path}: {exc.strerror}") from exc
+    queries: list[BatchQuery] = []
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno > MAX_QUERY_LINES:
+                raise QueryFileError(f"{path}: more than {MAX_QUERY_LINES} lines")
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise QueryFileError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise QueryFileError(f'{path}:{lineno}: expected an object {{"id", "query"}}')
+            query = record.get("query", record.get("question"))
+            if not isinstance(query, str) or not query.strip():
+                raise QueryFileError(f"{path}:{lineno}: missing or empty 'query'")
+            raw_id = record.get("id", lineno)
+            if not isinstance(raw_id, str | int):
+                raise QueryFileError(f"{path}:{lineno}: 'id' must be a string or an integer")
+            queries.append(BatchQuery(id=str(raw_id), query=query))
+    return queries
+
+
+def run_batch(
+    retriever: Retriever,
+    queries: Sequence[BatchQuery],
+    k: int,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    """One result per query, in input order, emitted as soon as it is ready."""
+    for q in queries:
+        hits = retriever.retrieve(q.query, k)
+        emit({"id": q.id, "query": q.query, "hits": [h.to_json() for h in hits]})
+
+
+def hits_json(query: str, retriever: str, k: int, hits: Sequence[Hit]) -> dict[str, Any]:
+    return {"query": query, "retriever": retriever, "k": k, "hits": [h.to_json() for h in hits]}

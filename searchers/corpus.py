@@ -1,0 +1,357 @@
+"""Corpus readers: files and evaluation datasets in, ``Passage`` records out.
+
+Every reader is a generator with stable, content-derived ids, so ingest can be re-run and appended
+to by id alone: the same input always yields the same ids, and the index skips ids it already has.
+
+Supported inputs (``detect_format`` picks one from the file; callers may force one):
+
+- ``jsonl``: one passage per line, ``{"id", "title", "text", "metadata"}``; FlashRAG's corpus
+  layout ``{"id", "contents": "\\"Title\\"\\ntext"}`` is read too.
+- ``hotpotqa``: HotpotQA in the Hugging Face layout (``context{title[], sentences[][]}``) or the
+  original one (``context: [[title, [sentences]], ...]``).
+- ``flashrag``: FlashRAG question files, ``metadata.context{title[], sentences[][] | content[][]}``
+  (HotpotQA and 2WikiMultihopQA).
+- ``text``: plain text and markdown, chunked at sentence boundaries.
+
+For question files the corpus is the union of every question's context paragraphs deduplicated by
+title (the "open" setting of the data README): one passage per paragraph, id from the title, so
+the evals can map supporting-fact titles to passage ids with ``paragraph_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from searchers.chunking import (
+    DEFAULT_MAX_TOKENS,
+    chunk_paragraphs,
+    markdown_sections,
+    normalize_space,
+    text_paragraphs,
+)
+from searchers.passages import Passage
+
+CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "text"]
+FORMATS: tuple[str, ...] = get_args(CorpusFormat)
+
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
+JSON_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
+# A directory source is walked for these; anything else inside it is ignored, not guessed at.
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES
+MAX_DIRECTORY_FILES = 1_000_000
+_PEEK_LINES = 50
+
+
+class CorpusError(ValueError):
+    """Input that cannot be read as a corpus; the message names the file and, where it applies,
+    the line."""
+
+
+# Letters NFKD does not decompose into ASCII; without these "Żuławski" would slug to "zuawski".
+_TRANSLITERATE = str.maketrans(
+    {"ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss", "æ": "ae", "Æ": "AE"}
+    | {"œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th", "ð": "d", "Ð": "D", "ı": "i"}
+)
+
+
+def _slug(text: str, limit: int = 40) -> str:
+    """Readable id prefix: ASCII, lowercase, hyphens."""
+    folded = unicodedata.normalize("NFKD", text.translate(_TRANSLITERATE))
+    ascii_text = folded.encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "p"
+
+
+def _digest(*parts: str, size: int = 10) -> str:
+    h = hashlib.sha1()
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:size]
+
+
+def paragraph_id(title: str) -> str:
+    """Stable id of a dataset paragraph: readable slug plus a hash of the exact title (the slug
+    alone would merge "Ed Wood" and "Ed Wood (film)"-like pairs after transliteration)."""
+    return f"{_slug(title)}-{_digest(title)}"
+
+
+def chunk_id(source_name: str, title: str, text: str) -> str:
+    """Content-addressed id of a file chunk: unchanged chunks keep their id when a file is
+    re-ingested, edited chunks get a new one (appended, never silently ignored)."""
+    return f"{_slug(Path(source_name).stem, 24)}-{_digest(source_name, title, text, size=12)}"
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- format detection
+
+
+def _first_record(path: Path) -> tuple[int, dict[str, Any]] | None:
+    """The first non-blank line of a JSON-lines file, parsed; None if the file has none."""
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno > _PEEK_LINES:
+                break
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CorpusError(
+                    f"{path}:{lineno}: not JSON lines ({exc.msg}); a single JSON document or "
+                    "another layout needs --format"
+                ) from exc
+            if not isinstance(record, dict):
+                raise CorpusError(f"{path}:{lineno}: expected a JSON object per line")
+            return lineno, record
+    return None
+
+
+def format_of_record(record: dict[str, Any]) -> str | None:
+    """Which layout a parsed JSON-lines record has, or None."""
+    context = record.get("context")
+    if isinstance(context, dict) and "title" in context and "sentences" in context:
+        return "hotpotqa"
+    if isinstance(context, list) and context and isinstance(context[0], list):
+        return "hotpotqa"
+    metadata = record.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("context"), dict):
+        return "flashrag"
+    if "text" in record or "contents" in record:
+        return "jsonl"
+    return None
+
+
+def detect_format(path: Path) -> str:
+    """Pick a reader from the suffix, and for JSON files from the first record's fields."""
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    if suffix not in JSON_SUFFIXES:
+        raise CorpusError(
+            f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}; "
+            f"pass --format ({'|'.join(FORMATS)})"
+        )
+    first = _first_record(path)
+    if first is None:
+        return "jsonl"  # an empty file: nothing to read whatever the layout
+    lineno, record = first
+    fmt = format_of_record(record)
+    if fmt is None:
+        keys = ", ".join(sorted(record)[:8])
+        hint = (
+            " (questions without context paragraphs have nothing to index)"
+            if "question" in record
+            else ""
+        )
+        raise CorpusError(
+            f"{path}:{lineno}: unknown record layout (fields: {keys}){hint}; expected a passage "
+            "{id,title,text}, a HotpotQA row with context, or a FlashRAG row with metadata.context"
+        )
+    return fmt
+
+
+def expand_sources(sources: Iterable[Path]) -> list[Path]:
+    """Files named on the command line, with directories walked (sorted, supported suffixes)."""
+    files: list[Path] = []
+    for source in sources:
+        if source.is_dir():
+            found: list[Path] = []
+            for root, dirs, names in os.walk(source):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found.extend(
+                    Path(root) / n
+                    for n in names
+                    if Path(n).suffix.lower() in SUPPORTED_SUFFIXES and not n.startswith(".")
+                )
+                if len(found) > MAX_DIRECTORY_FILES:
+                    raise CorpusError(f"{source}: more than {MAX_DIRECTORY_FILES} files")
+            files.extend(sorted(found))
+        elif source.is_file():
+            files.append(source)
+        else:
+            raise CorpusError(f"{source}: no such file or directory")
+    return files
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise CorpusError(f"{path}:{lineno}: expected a JSON object")
+            yield lineno, record
+
+
+def read_jsonl(path: Path) -> Iterator[Passage]:
+    """Passages one per line. A missing id is derived from the content, so a hand-written file
+    without ids still re-ingests idempotently."""
+    for lineno, record in _json_lines(path):
+        title = record.get("title")
+        text = record.get("text")
+        if text is None and isinstance(record.get("contents"), str):
+            # FlashRAG corpus layout: the title is the first line, in quotes.
+            head, _, rest = record["contents"].partition("\n")
+            title = title if title is not None else head.strip().strip('"')
+            text = rest
+        if not isinstance(text, str):
+            raise CorpusError(f"{path}:{lineno}: a passage needs a string 'text' field")
+        if title is not None and not isinstance(title, str):
+            raise CorpusError(f"{path}:{lineno}: 'title' must be a string")
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise CorpusError(f"{path}:{lineno}: 'metadata' must be an object")
+        raw_id = record.get("id")
+        if raw_id is not None and not isinstance(raw_id, str | int):
+            raise CorpusError(f"{path}:{lineno}: 'id' must be a string or an integer")
+        title = title or ""
+        if not text.strip():
+            continue
+        pid = str(raw_id) if raw_id is not None else chunk_id(path.name, title, text)
+        if not pid.strip():
+            raise CorpusError(f"{path}:{lineno}: empty 'id'")
+        yield Passage(id=pid, title=title, text=text, metadata=dict(metadata))
+
+
+def _context_pairs(
+    path: Path, lineno: int, context: Any, key: str
+) -> Iterator[tuple[str, list[str]]]:
+    if isinstance(context, list):  # original HotpotQA: [[title, [sentences...]], ...]
+        for item in context:
+            if not (isinstance(item, list) and len(item) == 2):
+                raise CorpusError(f"{path}:{lineno}: context items must be [title, sentences]")
+            yield str(item[0]), list(item[1])
+        return
+    if not isinstance(context, dict):
+        raise CorpusError(f"{path}:{lineno}: 'context' must be an object")
+    titles = context.get("title")
+    bodies = context.get(key)
+    if not isinstance(titles, list) or not isinstance(bodies, list) or len(titles) != len(bodies):
+        raise CorpusError(f"{path}:{lineno}: context needs equally long 'title' and '{key}' lists")
+    for title, sentences in zip(titles, bodies, strict=True):
+        if not isinstance(sentences, list):
+            raise CorpusError(f"{path}:{lineno}: context '{key}' entries must be lists")
+        yield str(title), sentences
+
+
+def _paragraphs(path: Path, fmt: str) -> Iterator[tuple[int, str, list[str]]]:
+    for lineno, record in _json_lines(path):
+        if fmt == "hotpotqa":
+            if "context" not in record:
+                raise CorpusError(f"{path}:{lineno}: a HotpotQA row needs 'context'")
+            context, key = record["context"], "sentences"
+        else:
+            metadata = record.get("metadata")
+            if not isinstance(metadata, dict) or "context" not in metadata:
+                raise CorpusError(f"{path}:{lineno}: a FlashRAG row needs 'metadata.context'")
+            context = metadata["context"]
+            key = "content" if isinstance(context, dict) and "content" in context else "sentences"
+        for title, sentences in _context_pairs(path, lineno, context, key):
+            yield lineno, title, [str(s) for s in sentences]
+
+
+def read_qa_paragraphs(path: Path, fmt: str) -> Iterator[Passage]:
+    """The open corpus of a question file: every context paragraph once, first title wins.
+
+    Sentences are stripped and joined with single spaces: HotpotQA stores them with a leading
+    space, 2Wiki without, and the passage text should not depend on which.
+    """
+    if fmt not in ("hotpotqa", "flashrag"):
+        raise ValueError(f"not a question-file format: {fmt}")
+    seen: set[str] = set()
+    for _lineno, title, sentences in _paragraphs(path, fmt):
+        if title in seen:
+            continue
+        text = normalize_space(" ".join(s.strip() for s in sentences))
+        if not text:
+            continue
+        seen.add(title)
+        yield Passage(
+            id=paragraph_id(title),
+            title=title,
+            text=text,
+            metadata={"source": path.name, "format": fmt, "sentences": len(sentences)},
+        )
+
+
+def _file_title(path: Path) -> str:
+    return normalize_space(re.sub(r"[_]+", " ", path.stem)) or path.name
+
+
+def read_text(path: Path, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> Iterator[Passage]:
+    """Plain text or markdown, chunked at sentence boundaries.
+
+    Markdown chunks are titled by their heading path under the document title (the first
+    top-level heading, else the file name), so "Install > From source" stays findable by title.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+    file_title = _file_title(path)
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        sections = markdown_sections(text)
+        doc_title = next((s.headings[0] for s in sections if len(s.headings) == 1), None)
+        groups = []
+        for section in sections:
+            headings = list(section.headings)
+            if doc_title is not None and headings and headings[0] == doc_title:
+                headings = headings[1:]
+            title = " > ".join([doc_title or file_title, *headings])
+            groups.append((title, section.headings, section.paragraphs))
+    else:
+        groups = [(file_title, (), text_paragraphs(text))]
+    position = 0
+    for title, headings, paragraphs in groups:
+        for chunk in chunk_paragraphs(paragraphs, max_tokens):
+            metadata: dict[str, Any] = {"source": path.name, "format": "text", "chunk": position}
+            if headings:
+                metadata["headings"] = list(headings)
+            yield Passage(
+                id=chunk_id(path.name, title, chunk), title=title, text=chunk, metadata=metadata
+            )
+            position += 1
+
+
+def resolve_format(path: Path, fmt: str = "auto") -> str:
+    """The concrete format to read ``path`` with: ``fmt`` itself, or the detected one."""
+    if fmt not in FORMATS:
+        raise CorpusError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file")
+    return detect_format(path) if fmt == "auto" else fmt
+
+
+def read_passages(
+    path: Path, fmt: str = "auto", *, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> Iterator[Passage]:
+    """Passages of one file in the given (or detected) format; ids unique within the file."""
+    resolved = resolve_format(path, fmt)
+    if resolved == "jsonl":
+        return read_jsonl(path)
+    if resolved in ("hotpotqa", "flashrag"):
+        return read_qa_paragraphs(path, resolved)
+    return read_text(path, max_tokens=max_tokens)
