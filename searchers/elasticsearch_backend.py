@@ -526,9 +526,11 @@ class ElasticsearchStore:
             return None
         return _passage(body)
 
-    def search(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
+    def _search(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
         """Run one ``_search`` and return its ``hits.hits``; shard failures that still left
-        results are logged, since partial results beat none for a searcher."""
+        results are logged, since partial results beat none for a searcher. Raises the client's
+        own exceptions so the sparse retriever can tell a query Elasticsearch could not parse
+        from a broken cluster; callers wrap it in ``cluster_errors``."""
         response = self._client.search(index=self.index, **body).body
         shards = response.get("_shards") or {}
         if shards.get("failed"):
@@ -623,7 +625,7 @@ class ElasticsearchSparseRetriever:
         rendered = render_query_string(model)
         with self.store.cluster_errors("sparse search"):
             try:
-                raw = self.store.search(self._body(rendered, k), action="sparse search")
+                raw = self.store._search(self._body(rendered, k), action="sparse search")
                 return SparseSearch(
                     hits=_hits(raw, self.name, k, float), query_string=rendered, repairs=repairs
                 )
@@ -643,7 +645,7 @@ class ElasticsearchSparseRetriever:
             )
             hits: list[Hit] = []
             if plain:
-                raw = self.store.search(self._body(plain, k), action="sparse fallback search")
+                raw = self.store._search(self._body(plain, k), action="sparse fallback search")
                 hits = _hits(raw, self.name, k, float)
             return SparseSearch(
                 hits=hits,
@@ -732,7 +734,7 @@ class ElasticsearchDenseRetriever:
             "track_total_hits": False,
         }
         with self.store.cluster_errors("dense search"):
-            raw = self.store.search(body, action="dense search")
+            raw = self.store._search(body, action="dense search")
         return _hits(raw, self.name, k, _cosine)
 
     def get(self, passage_id: str) -> Passage | None:

@@ -716,3 +716,28 @@ def test_hits_serialize_with_the_cli_field_names(
     (hit,) = sparse(store).retrieve("solar", k=1)
     assert isinstance(hit, Hit)
     assert {"id", "title", "score", "text"} <= set(hit.to_json())
+
+
+def test_delete_tolerates_a_missing_index(cluster: FakeCluster, store: ElasticsearchStore) -> None:
+    cluster.expect("DELETE", f"/{INDEX}", "delete_index")
+    store.delete()
+    assert cluster.requests[0].params["ignore_unavailable"] == ["true"]
+
+
+def test_sparse_and_dense_fuse_in_the_generic_hybrid(
+    cluster: FakeCluster, store: ElasticsearchStore
+) -> None:
+    from searchers.hybrid import HybridRetriever
+
+    cluster.expect("GET", f"/{INDEX}/_mapping", "mapping")
+    cluster.expect("POST", f"/{INDEX}/_search", "search_sparse")
+    cluster.expect("POST", f"/{INDEX}/_search", "search_dense")
+    dense = ElasticsearchDenseRetriever(store, HashingEmbeddings(), embedding_model=MODEL)
+    hybrid = HybridRetriever([sparse(store), dense])
+
+    hits = hybrid.retrieve("solar power", k=3)
+
+    assert cluster.requests[1].body["size"] == 6  # the hybrid asks each side for 2k
+    assert cluster.requests[2].body["knn"]["k"] == 6
+    assert [h.id for h in hits] == ["p2", "p1", "p3"]  # p2 is ranked by both sides
+    assert hits[0].passage.metadata["rrf_ranks"] == {"sparse": 1, "dense": 3}
