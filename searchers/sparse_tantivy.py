@@ -172,21 +172,31 @@ class TantivySparseIndex:
             log.debug("repaired sparse query %r: %s", query, "; ".join(parsed.repairs))
         return self.retrieve_query(parsed.query, k)
 
+    def compile_query(self, query: LuceneQuery) -> tantivy.Query | None:
+        """The tantivy query for a model, or None when it can match nothing. Raises tantivy's
+        ``ValueError`` if the engine refuses the rendered string (a renderer bug: the tests
+        hold every hostile input to this)."""
+        rendered = render_tantivy(_fields_restricted(query, SEARCH_FIELDS))
+        if not rendered:
+            return None
+        return self._index.parse_query(rendered, list(SEARCH_FIELDS))
+
     def retrieve_query(self, query: LuceneQuery, k: int = 10) -> list[Hit]:
         """Best ``k`` hits for a query model; no hits (never an error) when it can match
         nothing, e.g. exclusions only."""
-        rendered = render_tantivy(_fields_restricted(query, SEARCH_FIELDS))
-        if k <= 0 or not rendered:
+        if k <= 0:
             return []
         try:
-            parsed = self._index.parse_query(rendered, list(SEARCH_FIELDS))
+            compiled = self.compile_query(query)
         except ValueError:  # a renderer bug must degrade one search, not crash the request
-            log.exception("tantivy refused rendered query %r", rendered)
+            log.exception("tantivy refused the rendering of %r", query)
+            return []
+        if compiled is None:
             return []
         searcher = self._searcher()
         hits: list[Hit] = []
         seen: set[str] = set()
-        for score, address in searcher.search(parsed, k).hits:
+        for score, address in searcher.search(compiled, k).hits:
             passage = _passage(searcher.doc(address))
             if passage.id not in seen:
                 seen.add(passage.id)

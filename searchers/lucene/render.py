@@ -5,13 +5,14 @@ Both renderers first apply ``effective`` (Lucene's execution rules made explicit
 
 tantivy 0.27's parser, checked by experiment: ``a AND NOT b`` returns nothing, ``&&``/``||`` are
 plain text, an exclusion-only query is an error, ``a (-b)`` acts as ``a -b``, ``()`` and ``^1e3``
-are syntax errors, ``term~1`` silently matches nothing, and a clause whose words all exceed the
-tokenizer's 40-byte limit vanishes (so ``-x +longword`` becomes exclusion-only: an error). So
-the tantivy form uses only ``+``/``-`` prefixes and quotes every leaf (inside quotes only ``"``
-and ``\\`` are special), and drops leaves the tokenizer would drop.
+are syntax errors, ``term~1`` silently matches nothing, an unquoted ``foo-bar`` is a phrase, and
+a clause whose words all exceed the tokenizer's 40-byte limit vanishes (so ``-x +longword``
+becomes exclusion-only: an error). So the tantivy form uses only ``+``/``-`` prefixes, quotes
+every leaf (inside quotes only ``"`` and ``\\`` are special), spells a many-word term as the
+OR group Lucene would make of it, and drops leaves the tokenizer would drop.
 
 Elasticsearch ``query_string`` takes classic Lucene syntax: reserved characters are
-backslash-escaped; ``<`` and ``>`` cannot be escaped there, so terms holding them are quoted.
+backslash-escaped; ``<`` and ``>`` cannot be escaped there, so terms are split at them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from searchers.lucene.model import (
 TANTIVY_MAX_TOKEN_BYTES = 39
 
 _ES_RESERVED = re.compile(r'([+\-=&|!(){}\[\]^"~*?:\\/])')
-_ES_UNESCAPABLE = frozenset("<>")
+_ES_SPLIT = re.compile(r"[\s<>]+")
 _ES_KEYWORDS = frozenset({"AND", "OR", "NOT", "TO"})
 _PREFIX = {Occur.SHOULD: "", Occur.MUST: "+", Occur.MUST_NOT: "-"}
 
@@ -81,18 +82,32 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or unicodedata.category(ch).startswith("M")
 
 
+def _tantivy_words(text: str) -> list[str]:
+    """``text`` split the way tantivy's simple tokenizer splits it (before its filters)."""
+    words: list[str] = []
+    current: list[str] = []
+    for ch in text + " ":
+        if _word_char(ch):
+            current.append(ch)
+        elif current:
+            words.append("".join(current))
+            current = []
+    return words
+
+
 def tantivy_searchable(text: str) -> bool:
     """Whether tantivy's tokenizer (split on non-alphanumerics, drop tokens of 40+ bytes) keeps
     at least one token of ``text``."""
-    size = 0
-    for ch in text + " ":
-        if _word_char(ch):
-            size += len(ch.encode())
-        elif 0 < size <= TANTIVY_MAX_TOKEN_BYTES:
-            return True
-        else:
-            size = 0
-    return False
+    return any(len(w.encode()) <= TANTIVY_MAX_TOKEN_BYTES for w in _tantivy_words(text))
+
+
+def _tantivy_leaf(node: Term | Phrase) -> str:
+    # tantivy turns a term of several tokens (foo-bar) into a phrase; Lucene's classic parser
+    # makes it an OR of the tokens, so spell that out as a group.
+    words = _tantivy_words(node.text) if isinstance(node, Term) else []
+    if len(words) > 1:
+        return "(" + " ".join(_quote(word) for word in words) + ")"
+    return _quote(node.text)
 
 
 def render_tantivy(query: LuceneQuery) -> str:
@@ -101,19 +116,20 @@ def render_tantivy(query: LuceneQuery) -> str:
     eff = effective(query, tantivy_searchable)
     if eff is None:
         return ""
-    return _render(eff, lambda node: _quote(node.text))
+    return _render(eff, _tantivy_leaf)
 
 
 def query_string_leaf(node: Term | Phrase) -> str:
-    """One term or phrase in classic Lucene syntax, escaped (no field, slop or boost)."""
+    """One term or phrase in classic Lucene syntax, escaped (no field, slop or boost). A term
+    holding whitespace or ``<``/``>`` (unescapable in ``query_string``) becomes a group of its
+    parts: the OR Lucene would have made of it after analysis."""
     text = node.text
-    needs_quotes = (
-        isinstance(node, Phrase)
-        or text in _ES_KEYWORDS
-        or any(ch.isspace() or ch in _ES_UNESCAPABLE for ch in text)
-    )
-    if needs_quotes:
+    if isinstance(node, Phrase) or text in _ES_KEYWORDS:
         return _quote(text)
+    parts = _ES_SPLIT.split(text)
+    if len(parts) > 1:
+        inner = [query_string_leaf(Term(part)) for part in parts if part]
+        return "(" + " ".join(inner) + ")" if len(inner) > 1 else "".join(inner)
     return _ES_RESERVED.sub(r"\\\1", text)
 
 
