@@ -16,6 +16,8 @@ from enum import Enum, auto
 #: would discard the rest anyway.
 MAX_INPUT_CHARS = 10_000
 
+#: Lone surrogates cannot even cross into tantivy's Rust strings (nor be UTF-8 encoded).
+SURROGATES = re.compile("[\ud800-\udfff]")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _FIELD_NAME = re.compile(r"\w+")
 _WORD_BREAK = frozenset('()"^~')
@@ -188,4 +190,7 @@ def tokenize(text: str, fields: Mapping[str, str], repairs: list[str]) -> list[T
     if len(text) > MAX_INPUT_CHARS:
         repairs.append(f"cut the input to its first {MAX_INPUT_CHARS} characters")
         text = text[:MAX_INPUT_CHARS]
+    if SURROGATES.search(text):
+        repairs.append("replaced lone surrogate characters with spaces")
+        text = SURROGATES.sub(" ", text)
     return _Lexer(text, fields, repairs).run()

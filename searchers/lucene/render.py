@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from searchers.lucene.lexer import SURROGATES
 from searchers.lucene.model import (
     MAX_BOOST,
     MAX_SLOP,
@@ -39,7 +40,7 @@ from searchers.lucene.model import (
 TANTIVY_MAX_TOKEN_BYTES = 39
 
 _ES_RESERVED = re.compile(r'([+\-=&|!(){}\[\]^"~*?:\\/])')
-_ES_SPLIT = re.compile(r"[\s<>]+")
+_ES_SPLIT = re.compile("[\\s<>\ud800-\udfff]+")
 _ES_KEYWORDS = frozenset({"AND", "OR", "NOT", "TO"})
 _PREFIX = {Occur.SHOULD: "", Occur.MUST: "+", Occur.MUST_NOT: "-"}
 
@@ -51,7 +52,7 @@ def format_boost(boost: float) -> str:
 
 
 def _quote(text: str) -> str:
-    cleaned = " ".join(text.split())
+    cleaned = " ".join(SURROGATES.sub(" ", text).split())
     return '"' + cleaned.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
