@@ -125,7 +125,11 @@ def _index_dir_or_default(index: Path | None, settings: Settings) -> Path:
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    """Exit 2 after one unwrapped line on stderr: messages carry paths and "file:line" that
+    users grep for, and may hold brackets that rich must not read as markup."""
+    from rich.text import Text
+
+    err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True, highlight=False)
     return typer.Exit(2)
 
 
