@@ -119,6 +119,8 @@ CASES = [
     case("foo:bar nobel", exactly=NOBEL, repair="unknown field 'foo'"),
     # groups
     case("(apple OR amazon) AND brazil", exactly={"p23"}),
+    case("(solar -eclipse) moon", exactly=SOLAR | {"p04", "p25"}),  # p02 comes back via moon
+    case("+(solar -eclipse) moon", exactly=SOLAR - {"p02"}),
     case("+(python java) +language", exactly={"p09", "p11"}),
     case("capital (-france)", exactly={"p15", "p30"}, repair="moved them out"),
     case("capital AND (-germany)", exactly={"p15", "p29"}),
