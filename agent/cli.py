@@ -222,7 +222,7 @@ def _print_hits(query: str, hits: list[Any], kind: str) -> None:
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("title")
-    table.add_column("id", style="dim")
+    table.add_column("id", style="dim", overflow="fold")
     table.add_column("text")
     for rank, hit in enumerate(hits, start=1):
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
