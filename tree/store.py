@@ -222,15 +222,18 @@ def validate_tree(tree: Tree) -> None:
                     f"child {child_id!r} of {node.id!r} is on layer {child.layer}, "
                     f"expected {node.layer - 1}"
                 )
-            if node.id not in child.parents:
+        unknown = [s for s in node.source_ids if s not in known_docs]
+        if unknown or not node.source_ids:
+            raise _fail(f"node {node.id!r} has unknown or no source documents {unknown}")
+    # links are checked once every node's own fields are known good, so errors name the cause
+    for node in nodes:
+        for child_id in node.children:
+            if node.id not in by_id[child_id].parents:
                 raise _fail(f"{child_id!r} does not list its parent {node.id!r}")
         for parent_id in node.parents:
             parent = by_id.get(parent_id)
             if parent is None or node.id not in parent.children:
                 raise _fail(f"node {node.id!r} names {parent_id!r} as parent, which does not")
-        unknown = [s for s in node.source_ids if s not in known_docs]
-        if unknown or not node.source_ids:
-            raise _fail(f"node {node.id!r} has unknown or no source documents {unknown}")
     present = {n.layer for n in nodes}
     if present and present != set(range(max(present) + 1)):
         raise _fail(f"layers are not contiguous: {sorted(present)}")
