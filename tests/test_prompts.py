@@ -26,7 +26,6 @@ AWAITING_CALLER = {
     "sparse_filter",
     "hyde",
     "answer",
-    "tree_summary",
 }
 
 
