@@ -1,0 +1,120 @@
+"""``hoptree tree build|show`` through typer (the sub-app mounted on a root app, as agent.cli
+does). One test drives a real build with the real local model, end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from agent.cli_tree import tree_app
+from tests.scripted_chat import ScriptedChatModel
+from tests.test_tree_build import ASTRONOMY, BAKING, reply
+from tree.build import TreeBuilder, TreeConfig
+from tree.documents import read_documents
+from tree.store import load_tree, save_tree
+
+root = typer.Typer()
+root.add_typer(tree_app, name="tree")
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean environment with a private data dir; returns a source directory with two books."""
+    for name in list(__import__("os").environ):
+        if name.startswith("HOPTREE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "data"))
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "stars.txt").write_text(" ".join(ASTRONOMY))
+    (books / "bread.md").write_text("# Bread\n\n" + " ".join(BAKING))
+    return books
+
+
+def _prebuild(embeddings, books: Path, index: Path) -> None:
+    config = TreeConfig(clustering="leiden", chunk_tokens=20)
+    builder = TreeBuilder(
+        ScriptedChatModel(replies=[reply] * 100),
+        embeddings,
+        config,
+        embedding_model="all-MiniLM-L6-v2",
+    )
+    tree = asyncio.run(builder.build(read_documents([books])))
+    save_tree(tree, index / "tree")
+
+
+def test_show_json_and_table(env: Path, embeddings, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    _prebuild(embeddings, env, index)
+    result = runner.invoke(root, ["tree", "show", "--index", str(index), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["layers"][0] == 25 and len(report["layers"]) >= 2  # 24 sentences + "Bread"
+    assert report["layers"] == load_tree(index / "tree").layer_counts()
+    assert report["mean_children"] > 1 and 0 < report["compression"] < 1
+    assert report["llm_calls"] == report["summary_nodes"]
+    assert report["prompt_tokens"] == 10 * report["llm_calls"]  # the scripted model's usage
+    assert report["documents"] == 2 and report["clustering"] == "leiden"
+    table = runner.invoke(root, ["tree", "show", "--index", str(index)])
+    assert table.exit_code == 0 and "children/parent" in table.stdout
+
+
+def test_show_without_a_tree(env: Path, tmp_path: Path) -> None:
+    result = runner.invoke(root, ["tree", "show", "--index", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "no tree at" in result.stderr
+
+
+def test_build_with_nothing_new_starts_no_model(env: Path, embeddings, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    _prebuild(embeddings, env, index)
+    args = ["tree", "build", "--index", str(index), "--clustering", "leiden"]
+    result = runner.invoke(root, [*args, "--chunk-tokens", "20", "--json", str(env)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["note"] == "nothing new"
+    other = runner.invoke(root, [*args, str(env)])  # chunk size differs from the stored tree
+    assert other.exit_code == 2 and "other settings" in other.stderr and "--rebuild" in other.stderr
+
+
+def test_build_argument_errors(env: Path, tmp_path: Path) -> None:
+    index = ["--index", str(tmp_path / "index")]
+    bad = runner.invoke(root, ["tree", "build", *index, "--clustering", "kmeans", str(env)])
+    assert bad.exit_code == 2 and "gmm or leiden" in bad.stderr
+    missing = runner.invoke(root, ["tree", "build", *index, str(tmp_path / "nope.txt")])
+    assert missing.exit_code == 2 and "no such file" in missing.stderr
+
+
+@pytest.mark.llm
+def test_build_and_show_with_the_local_model(
+    local_chat, env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tree_summary prompt through ChatOpenAI to the real model: three leaves, one summary;
+    then a rebuild that pays nothing."""
+    monkeypatch.setenv("HOPTREE_LLM__BASE_URL", local_chat.endpoint)
+    monkeypatch.setenv("HOPTREE_LLM__MODEL", local_chat.label)
+    source = tmp_path / "short.txt"
+    source.write_text(" ".join(ASTRONOMY[:3]))
+    index = tmp_path / "index"
+    args = ["tree", "build", "--index", str(index), "--chunk-tokens", "20", "--max-words", "40"]
+    result = runner.invoke(root, [*args, "--json", str(source)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["layers"] == [3, 1]
+    assert report["llm_calls"] == 1 and report["prompt_tokens"] > 50
+    assert report["completion_tokens"] > 5 and report["fallback_summaries"] == 0
+    assert report["last_build"]["usage_tracker"]["calls"] == 1
+    (summary,) = load_tree(index / "tree").layer(1)
+    assert len(summary.text.split()) <= 80 and any(
+        word in summary.text.lower() for word in ("galaxy", "telescope", "andromeda", "redshift")
+    )
+    again = runner.invoke(root, [*args, "--rebuild", "--json", str(source)])
+    assert again.exit_code == 0, again.output
+    last = json.loads(again.stdout)["last_build"]
+    assert last["llm_calls"] == 0 and last["summaries_reused"] == 1
