@@ -42,6 +42,7 @@ from searchers.dense_faiss import DenseConfig, DenseKind, FaissDenseIndex
 from searchers.hybrid import DEFAULT_RRF_K, HybridRetriever
 from searchers.passages import Passage
 from searchers.retrieval import RetrievalError, Retriever
+from searchers.sparse_tantivy import TantivySparseIndex
 
 FORMAT_NAME = "hoptree-index"
 FORMAT_VERSION = 1
@@ -265,9 +266,7 @@ class IndexDir:
             self._passages = PassageStore.load(self.data_path / PASSAGES_FILE)
         return self._passages
 
-    def sparse(self) -> Retriever:
-        from searchers.sparse_tantivy import TantivySparseIndex
-
+    def sparse(self) -> TantivySparseIndex:
         try:
             return TantivySparseIndex.open(self.data_path / SPARSE_DIR)
         except (OSError, ValueError) as exc:
@@ -451,11 +450,8 @@ def build_index(
     Idempotent by passage id: passages already indexed are skipped, and when nothing is new no
     generation is written (only the manifest's source list, if a new file brought nothing new).
     """
-    from searchers.sparse_tantivy import TantivySparseIndex
-
     started = time.monotonic()
     path = Path(path)
-    dense_opts = dense or DenseOptions()
     report_progress: BuildProgress = progress or (lambda stage, done, total: None)
     path.mkdir(parents=True, exist_ok=True)
     with _BuildLock(path, lock_timeout_s):
@@ -470,41 +466,11 @@ def build_index(
 
         base = live if (live is not None and not rebuild) else None
         store = PassageStore.load(base / PASSAGES_FILE) if base is not None else PassageStore()
-        known: set[str] = set(store)
-        new: list[Passage] = []
-        reports: list[SourceReport] = []
-        for done, spec in enumerate(sources, start=1):
-            source_path = Path(spec.path)
-            try:
-                fmt = resolve_format(source_path, spec.format)
-                sha256 = file_sha256(source_path)
-                read = added = 0
-                for passage in read_passages(source_path, fmt, max_tokens=max_tokens):
-                    read += 1
-                    if passage.id in known:
-                        continue
-                    known.add(passage.id)
-                    new.append(passage)
-                    added += 1
-            except OSError as exc:
-                raise CorpusError(f"{source_path}: {exc}") from exc
-            reports.append(
-                SourceReport(
-                    path=str(source_path.resolve()),
-                    name=source_path.name,
-                    format=fmt,
-                    sha256=sha256,
-                    size=source_path.stat().st_size,
-                    passages=read,
-                    added=added,
-                )
-            )
-            report_progress("read", done, len(sources))
-
+        new, reports = _read_new(sources, set(store), max_tokens, report_progress)
         previous_sources = [] if (old is None or rebuild) else list(old.get("sources", []))
         merged_sources, sources_changed = _merge_sources(previous_sources, reports)
 
-        if old is not None and not rebuild and not new:
+        if old is not None and base is not None and not new:
             if sources_changed:
                 manifest = {**old, "sources": merged_sources, "updated_at": _now()}
                 _write_json_atomic(path / MANIFEST, manifest)
@@ -522,87 +488,24 @@ def build_index(
         data = path / f"{GENERATION_PREFIX}{generation:06d}"
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir()
-
-        # passages: copy the live file, then append the new ones
-        if base is not None:
-            shutil.copyfile(base / PASSAGES_FILE, data / PASSAGES_FILE)
-        store.path = data / PASSAGES_FILE
-        for passage in new:
-            store[passage.id] = passage
-
-        # sparse: copy the live tantivy index and add to the copy
-        if base is not None:
-            shutil.copytree(base / SPARSE_DIR, data / SPARSE_DIR)
-            sparse = TantivySparseIndex.open(data / SPARSE_DIR)
-        else:
-            sparse = TantivySparseIndex.create(data / SPARSE_DIR)
-        sparse_done = [0]
-
-        def sparse_step(increment: int) -> None:  # tantivy reports increments, not totals
-            sparse_done[0] += increment
-            report_progress("sparse", sparse_done[0], len(new))
-
-        sparse.add(new, progress=sparse_step)
-
-        # dense: load the live vectors, add the new ones, write them into the new generation
-        if base is not None:
-            dense_index = FaissDenseIndex.load(base / DENSE_DIR, embeddings, store)
-        else:
-            config = DenseConfig(
-                dimension=embedding_dimension(embeddings),
-                kind=dense_opts.kind,
-                hnsw_m=dense_opts.hnsw_m,
-                hnsw_ef_construction=dense_opts.hnsw_ef_construction,
-                hnsw_ef_search=dense_opts.hnsw_ef_search,
-            )
-            dense_index = FaissDenseIndex(config, embeddings, store)
-        dense_index.add(
-            new,
-            progress=lambda n: report_progress("dense", n, len(new)),
-            batch_size=dense_opts.batch_size,
+        components = _write_generation(
+            data, base, store, new, embeddings, dense or DenseOptions(), report_progress
         )
-        store.flush()
-        dense_index.save(data / DENSE_DIR)
-
-        counts = {"passages": len(store), "sparse": len(sparse), "dense": len(dense_index)}
-        if len(set(counts.values())) != 1:
-            raise IndexDirError(f"inconsistent build, not committed: {counts}")
-
         now = _now()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "generation": generation,
             "data_dir": data.name,
-            "created_at": old["created_at"] if (old is not None and not rebuild) else now,
+            "created_at": old["created_at"] if (old is not None and base is not None) else now,
             "updated_at": now,
             "embedding": {
                 "model": embedding_model,
-                "dimension": dense_index.config.dimension,
+                "dimension": components["dense"]["dimension"],
             },
             "passages": len(store),
             "chunking": {"max_tokens": max_tokens},
-            "components": {
-                "passages": {
-                    "path": PASSAGES_FILE,
-                    "count": len(store),
-                    "files": _file_entries(data / PASSAGES_FILE),
-                },
-                "sparse": {
-                    "path": SPARSE_DIR,
-                    "backend": "tantivy",
-                    "count": len(sparse),
-                    "files": _file_entries(data / SPARSE_DIR),
-                },
-                "dense": {
-                    "path": DENSE_DIR,
-                    "backend": "faiss",
-                    "metric": "inner_product",
-                    **asdict(dense_index.config),
-                    "count": len(dense_index),
-                    "files": _file_entries(data / DENSE_DIR),
-                },
-            },
+            "components": components,
             "sources": merged_sources,
         }
         _write_json_atomic(path / MANIFEST, manifest)  # the commit point
@@ -617,6 +520,126 @@ def build_index(
             sources=reports,
             seconds=time.monotonic() - started,
         )
+
+
+def _read_new(
+    sources: Sequence[SourceSpec],
+    known: set[str],
+    max_tokens: int,
+    report_progress: BuildProgress,
+) -> tuple[list[Passage], list[SourceReport]]:
+    """Every passage of ``sources`` whose id is not in ``known`` (which grows), in source order.
+
+    All of it is read before anything is written, so a malformed line anywhere fails the build
+    before it has touched the disk.
+    """
+    new: list[Passage] = []
+    reports: list[SourceReport] = []
+    for done, spec in enumerate(sources, start=1):
+        source_path = Path(spec.path)
+        try:
+            fmt = resolve_format(source_path, spec.format)
+            sha256 = file_sha256(source_path)
+            read = added = 0
+            for passage in read_passages(source_path, fmt, max_tokens=max_tokens):
+                read += 1
+                if passage.id in known:
+                    continue
+                known.add(passage.id)
+                new.append(passage)
+                added += 1
+            size = source_path.stat().st_size
+        except OSError as exc:
+            raise CorpusError(f"{source_path}: {exc}") from exc
+        reports.append(
+            SourceReport(
+                path=str(source_path.resolve()),
+                name=source_path.name,
+                format=fmt,
+                sha256=sha256,
+                size=size,
+                passages=read,
+                added=added,
+            )
+        )
+        report_progress("read", done, len(sources))
+    return new, reports
+
+
+def _write_generation(
+    data: Path,
+    base: Path | None,
+    store: PassageStore,
+    new: list[Passage],
+    embeddings: Embeddings,
+    options: DenseOptions,
+    report_progress: BuildProgress,
+) -> dict[str, Any]:
+    """Fill the new generation ``data``: a copy of ``base`` (the live generation, None for a
+    fresh index) plus ``new``. Returns the manifest's component entries. Never touches ``base``."""
+    if base is not None:
+        shutil.copyfile(base / PASSAGES_FILE, data / PASSAGES_FILE)
+    store.path = data / PASSAGES_FILE
+    for passage in new:
+        store[passage.id] = passage
+
+    if base is not None:
+        shutil.copytree(base / SPARSE_DIR, data / SPARSE_DIR)
+        sparse = TantivySparseIndex.open(data / SPARSE_DIR)
+    else:
+        sparse = TantivySparseIndex.create(data / SPARSE_DIR)
+    sparse_done = 0
+
+    def sparse_step(increment: int) -> None:  # tantivy reports increments, not totals
+        nonlocal sparse_done
+        sparse_done += increment
+        report_progress("sparse", sparse_done, len(new))
+
+    sparse.add(new, progress=sparse_step)
+
+    if base is not None:  # the live index keeps its kind and parameters
+        dense = FaissDenseIndex.load(base / DENSE_DIR, embeddings, store)
+    else:
+        config = DenseConfig(
+            dimension=embedding_dimension(embeddings),
+            kind=options.kind,
+            hnsw_m=options.hnsw_m,
+            hnsw_ef_construction=options.hnsw_ef_construction,
+            hnsw_ef_search=options.hnsw_ef_search,
+        )
+        dense = FaissDenseIndex(config, embeddings, store)
+    dense.add(
+        new,
+        progress=lambda n: report_progress("dense", n, len(new)),
+        batch_size=options.batch_size,
+    )
+    store.flush()
+    dense.save(data / DENSE_DIR)
+
+    counts = {"passages": len(store), "sparse": len(sparse), "dense": len(dense)}
+    if len(set(counts.values())) != 1:
+        raise IndexDirError(f"inconsistent build, not committed: {counts}")
+    return {
+        "passages": {
+            "path": PASSAGES_FILE,
+            "count": len(store),
+            "files": _file_entries(data / PASSAGES_FILE),
+        },
+        "sparse": {
+            "path": SPARSE_DIR,
+            "backend": "tantivy",
+            "count": len(sparse),
+            "files": _file_entries(data / SPARSE_DIR),
+        },
+        "dense": {
+            "path": DENSE_DIR,
+            "backend": "faiss",
+            "metric": "inner_product",
+            **asdict(dense.config),
+            "count": len(dense),
+            "files": _file_entries(data / DENSE_DIR),
+        },
+    }
 
 
 def _merge_sources(
