@@ -180,17 +180,25 @@ class TreeRetriever:
         token_budget: int | None = None,
         max_nodes: int | None = None,
         documents: Sequence[str] | None = None,
+        layers: Sequence[int] | None = None,
     ) -> list[Hit]:
-        """Nodes of all layers by similarity until the budget is full (module doc for the rule);
-        ``documents`` restricts hits to nodes drawn from those documents."""
+        """Nodes of all layers by similarity until the budget is full (module doc for the rule).
+
+        ``documents`` keeps nodes drawn from those documents; ``layers`` keeps nodes of those
+        layers (``layers=[0]`` is plain leaf retrieval, the baseline the tree must beat).
+        """
         budget = self.token_budget if token_budget is None else token_budget
-        pool = len(self.tree.nodes) if documents else min(self.candidate_pool, len(self.tree.nodes))
+        filtered = bool(documents) or layers is not None
+        pool = len(self.tree.nodes) if filtered else min(self.candidate_pool, len(self.tree.nodes))
         ranked = self.ranker.rank(query, pool)
         if documents:
             wanted = set(documents)
             ranked = [
                 (r, s) for r, s in ranked if wanted.intersection(self.tree.nodes[r].source_ids)
             ]
+        if layers is not None:
+            keep = set(layers)
+            ranked = [(r, s) for r, s in ranked if self.tree.nodes[r].layer in keep]
         packed = pack_by_budget(ranked, self._tokens, budget, max_nodes)
         return [self._hit(row, score) for row, score in packed]
 

@@ -117,6 +117,13 @@ def test_document_filter(retriever: TreeRetriever) -> None:
     assert "b0" not in ids(hits)
 
 
+def test_layer_filter_gives_plain_leaf_retrieval(retriever: TreeRetriever) -> None:
+    leaves = retriever.collapsed("cats and ships", layers=[0], token_budget=100)
+    assert {h.passage.metadata["layer"] for h in leaves} == {0}
+    assert sorted(ids(leaves)) == ["a0", "b0"]  # tied; 50 + 40 tokens, a1 (60) no longer fits
+    assert ids(retriever.collapsed("ships", layers=[1, 2]))[:2] == ["s-mix", "root"]
+
+
 def test_open_from_disk_and_model_mismatch(tmp_path: Path) -> None:
     save_tree(hand_tree(), tmp_path / "tree")
     opened = TreeRetriever.open(tmp_path / "tree", AxisEmbeddings())
