@@ -49,9 +49,10 @@ def tree_dir_of(index: Path) -> Path:
 
 @contextmanager
 def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
-    """Bars on stderr: documents turned into leaves, then each layer's summaries."""
+    """Bars on stderr: documents turned into leaves, then per layer its clusters and how many
+    of their summaries are done."""
     progress = Progress(
-        TextColumn("{task.description:<28}"),
+        TextColumn("{task.description:<34}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -66,7 +67,8 @@ def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
         if event.stage == "leaves":
             key, label = ("leaves", "", 0), "leaves (documents)"
         elif event.stage == "summaries":
-            key, label = ("sum", event.group, event.layer), f"{group}layer {event.layer} summaries"
+            key = ("sum", event.group, event.layer)
+            label = f"{group}layer {event.layer}: {event.total} clusters, summaries"
         else:
             return
         if key not in tasks:
