@@ -453,6 +453,8 @@ def build_index(
     started = time.monotonic()
     path = Path(path)
     report_progress: BuildProgress = progress or (lambda stage, done, total: None)
+    if path.exists() and not path.is_dir():
+        raise IndexDirError(f"{path} is a file, not an index directory")
     path.mkdir(parents=True, exist_ok=True)
     with _BuildLock(path, lock_timeout_s):
         _check_target(path)

@@ -233,6 +233,10 @@ def test_missing_corrupt_and_foreign_directories(tmp_path: Path, embeddings) -> 
     with pytest.raises(IndexDirError, match="not empty"):
         _build(foreign, embeddings, "passages.jsonl")
     assert (foreign / "thesis.tex").read_text() == "precious"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(IndexDirError, match="is a file"):
+        _build(a_file, embeddings, "passages.jsonl")
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / MANIFEST).write_text("{not json")
