@@ -244,6 +244,11 @@ def test_failed_calls_fall_back_to_a_flagged_concatenation(embeddings) -> None:
     assert root.text.startswith(ASTRONOMY[0][:40])
     assert len(root.text.split()) <= 101  # max_words words plus the ellipsis
     assert builder.stats.fallbacks == 1 and len(chat.calls) == 2
+    # the next run retries the failed cluster instead of replaying the fallback
+    healed_chat = scripted()
+    builder = TreeBuilder(healed_chat, embeddings, TreeConfig(**SMALL))
+    healed = asyncio.run(builder.build([doc("d", ASTRONOMY[:3])], previous=tree))
+    assert len(healed_chat.calls) == 1 and "fallback" not in healed.roots()[0].metadata
 
 
 def test_empty_reply_is_retried(embeddings) -> None:

@@ -6,7 +6,9 @@ one ``asyncio.Semaphore`` of ``concurrency`` slots.
 
 Nothing is paid twice. Before calling the model for a cluster the builder looks its content key
 up in (1) the tree being extended or rebuilt, (2) the build journal of a killed run; the
-injected model's own cache (hoptree's SQLite cache) catches the rest. Each finished summary and
+injected model's own cache (hoptree's SQLite cache) catches the rest. Fallback summaries (the
+model failed) are the exception: they are neither journaled nor reused, so the next run retries
+them. Each finished summary and
 each layer's clustering is journaled (fsync'd) as it completes, so a resumed build re-clusters
 nothing and re-asks nothing that finished. Ids are content-derived (a leaf: document id and
 position; a summary: layer and its children's ids), so a resumed or repeated build yields the
@@ -268,7 +270,7 @@ class TreeBuilder:
     def _remember(self, tree: Tree) -> None:
         for i, node in enumerate(tree.nodes):
             key = node.metadata.get("key")
-            if node.layer > 0 and key:
+            if node.layer > 0 and key and not node.metadata.get("fallback"):
                 self._reuse_summaries[key] = node
             self._reuse_vectors[node.text] = tree.embeddings[i]
         if tree.nodes:
@@ -414,7 +416,8 @@ class TreeBuilder:
                 result = await self.summarizer.summarize(passages)
             self._count(result)
             text, metadata = result.text, {"key": key, **result.metadata()}
-            self.journal.record_summary(key, {"text": text, "metadata": metadata})
+            if not result.fallback:  # a fallback is retried by the next run, never replayed
+                self.journal.record_summary(key, {"text": text, "metadata": metadata})
         metadata["key"] = key
         metadata["child_tokens"] = sum(m.tokens for m in members)
         return TreeNode(
