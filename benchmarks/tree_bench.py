@@ -118,6 +118,7 @@ async def build_one(
         "summary_nodes": report["summary_nodes"],
         "mean_children": report["mean_children"],
         "compression": report["compression"],
+        "compression_mean_per_parent": report["compression_mean_per_parent"],
         "per_layer": report["per_layer"],
         "fallback_summaries": report["fallback_summaries"],
         # what the tree cost when its summaries were generated (cached replies keep their usage)
@@ -236,14 +237,17 @@ def write_markdown(data: dict[str, Any]) -> None:
         "regex estimate (x1.1) for shape and the model's own usage for cost.",
         "",
         "| document | tokens | clustering | layers (leaves first) | summary nodes | "
-        "children/parent | compression | LLM calls | prompt tok | completion tok | build s |",
+        "children/parent | compression (total / mean per parent) | LLM calls | prompt tok | "
+        "completion tok | build s |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         lines.append(
             f"| {r['title'][:32]} | {r['document_tokens']} | {r['clustering']} | "
             f"{r['layers']} | {r['summary_nodes']} | {r['mean_children']:.2f} | "
-            f"{(r['compression'] or 0):.3f} | {r['llm_calls']} | {r['prompt_tokens']} | "
+            f"{(r['compression'] or 0):.3f} / "
+            f"{(r.get('compression_mean_per_parent') or 0):.3f} | "
+            f"{r['llm_calls']} | {r['prompt_tokens']} | "
             f"{r['completion_tokens']} | {r['generation_seconds']:.0f} |"
         )
     lines += [

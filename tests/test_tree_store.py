@@ -224,6 +224,9 @@ def test_report_on_the_hand_made_tree() -> None:
     assert report["mean_children"] == 2.0
     # (30 + 30 + 20) summary tokens over (50+60 + 40+70 + 30+30) children tokens
     assert report["compression"] == pytest.approx(80 / 280, abs=1e-4)
+    assert report["compression_mean_per_parent"] == pytest.approx(
+        (30 / 110 + 30 / 110 + 20 / 60) / 3, abs=1e-4
+    )
     assert report["per_layer"][0] == {
         "layer": 1,
         "nodes": 2,

@@ -428,8 +428,9 @@ def load_tree(path: Path) -> Tree:
 def tree_report(tree: Tree) -> dict[str, Any]:
     """What ``hoptree tree show --json`` prints: shape, compression and what the tree cost.
 
-    ``compression`` = summary tokens / tokens of their children, over all summary nodes (the
-    quantity RAPTOR reports as ~0.28); ``mean_children`` = children per summary node (RAPTOR 6.7).
+    ``compression`` = summary tokens / tokens of their children, summed over all summary nodes;
+    ``compression_mean_per_parent`` = the mean of each parent's ratio (RAPTOR reports ~0.28);
+    ``mean_children`` = children per summary node (RAPTOR 6.7).
     """
     summaries = [n for n in tree.nodes if n.layer > 0]
     tokens_of = {n.id: n.tokens for n in tree.nodes}
@@ -448,6 +449,9 @@ def tree_report(tree: Tree) -> dict[str, Any]:
             }
         )
     usage = [n.metadata.get("usage") or {} for n in summaries]
+    ratios = [
+        n.tokens / kids for n in summaries if (kids := sum(tokens_of[c] for c in n.children)) > 0
+    ]
     return {
         "layers": tree.layer_counts(),
         "nodes": len(tree.nodes),
@@ -457,6 +461,8 @@ def tree_report(tree: Tree) -> dict[str, Any]:
             round(sum(len(n.children) for n in summaries) / len(summaries), 3) if summaries else 0.0
         ),
         "compression": round(summary_tokens / child_tokens, 4) if child_tokens else None,
+        # RAPTOR's statistic is per parent; the mean of those ratios weighs small clusters more
+        "compression_mean_per_parent": round(sum(ratios) / len(ratios), 4) if ratios else None,
         "leaf_tokens": sum(n.tokens for n in tree.nodes if n.layer == 0),
         "summary_tokens": summary_tokens,
         "fallback_summaries": sum(1 for n in summaries if n.metadata.get("fallback")),
