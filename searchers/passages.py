@@ -71,3 +71,17 @@ class Hit:
         doc = self.passage.to_document()
         doc.metadata.update(score=self.score, retriever=self.retriever)
         return doc
+
+
+def numbered_passages(hits: list[Hit], *, max_chars: int = 400) -> str:
+    """Hits as a numbered list for a prompt, each trimmed: prompt tokens are the local model's
+    main cost (~1 s per 80 tokens here), so no step sees more text than it needs."""
+    if not hits:
+        return "(no passages)"
+    lines = []
+    for number, hit in enumerate(hits, start=1):
+        text = " ".join(hit.text.split())
+        if len(text) > max_chars:
+            text = text[:max_chars].rsplit(" ", 1)[0] + " ..."
+        lines.append(f"[{number}] {hit.title}: {text}")
+    return "\n".join(lines)

@@ -10,7 +10,8 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import Field, ValidationError
 
 Reply = str | Callable[[list[BaseMessage]], str]
 
@@ -50,3 +51,22 @@ class ScriptedChatModel(BaseChatModel):
             },
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def with_structured_output(  # type: ignore[override]
+        self, schema: Any, *, method: str = "json_schema", include_raw: bool = False, **_: Any
+    ) -> Runnable:
+        """Parse the scripted reply into ``schema`` as langchain-openai's json_schema method
+        does, including its include_raw form with ``parsing_error``."""
+
+        def parse(message: AIMessage) -> Any:
+            try:
+                parsed, error = schema.model_validate_json(str(message.content)), None
+            except ValidationError as exc:
+                if not include_raw:
+                    raise
+                parsed, error = None, exc
+            if include_raw:
+                return {"raw": message, "parsed": parsed, "parsing_error": error}
+            return parsed
+
+        return self | RunnableLambda(parse)

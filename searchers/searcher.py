@@ -1,0 +1,132 @@
+"""The low-level searcher protocol, its trace records and its budget.
+
+A searcher (LevelRAG's low-level searcher) takes one atomic query, rewrites and refines it with
+the LLM against its own retriever, and returns documents plus a trace of everything it tried. The
+trace is part of the product: the planner and the user see which queries were sent, what came
+back, and why the searcher stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from searchers.passages import Hit
+
+StopReason = Literal[
+    "sufficient",  # a verified result was found
+    "exhausted",  # every refinement allowed by the depth/rewrite limit was tried
+    "budget_llm_calls",
+    "budget_deadline",
+    "error",
+]
+
+
+class BudgetExceeded(RuntimeError):
+    def __init__(self, reason: StopReason) -> None:
+        super().__init__(reason)
+        self.reason: StopReason = reason
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    """Limits for one search of one atomic query. Every LLM call also has its own timeout."""
+
+    max_llm_calls: int = 30
+    deadline_s: float = 300.0
+    llm_timeout_s: float = 120.0
+
+
+class BudgetMeter:
+    """Counts LLM calls and watches the deadline; ``charge`` before each call, never after."""
+
+    def __init__(self, budget: SearchBudget) -> None:
+        self.budget = budget
+        self.started = time.monotonic()
+        self.llm_calls = 0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.budget.deadline_s - self.elapsed_s)
+
+    def check(self) -> None:
+        if self.elapsed_s >= self.budget.deadline_s:
+            raise BudgetExceeded("budget_deadline")
+        if self.llm_calls >= self.budget.max_llm_calls:
+            raise BudgetExceeded("budget_llm_calls")
+
+    def charge(self) -> float:
+        """Reserve one LLM call; returns the timeout that call may use."""
+        self.check()
+        self.llm_calls += 1
+        return min(self.budget.llm_timeout_s, max(self.remaining_s(), 0.001))
+
+
+@dataclass
+class Verdict:
+    """Whether a retrieval answers the query, and the evidence the decision rests on."""
+
+    sufficient: bool
+    llm_says: bool | None = None
+    coverage: float | None = None  # share of the query's key terms found in the hits
+    reason: str = ""
+
+
+@dataclass
+class Attempt:
+    """One query a searcher sent to its retriever (a node of the refinement tree)."""
+
+    id: int
+    operation: str  # "original" | "rewrite" | "extend" | "emphasize" | "filter" | "hyde" | ...
+    query: str  # what the engine received: rendered Lucene, the pseudo-document, ...
+    parent: int | None = None
+    depth: int = 0
+    hit_ids: list[str] = field(default_factory=list)
+    verdict: Verdict | None = None
+    ms: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class SearchResult:
+    searcher: str
+    query: str
+    hits: list[Hit]
+    attempts: list[Attempt]
+    best_attempt: int | None
+    sufficient: bool
+    stopped: StopReason
+    llm_calls: int
+    ms: float
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "searcher": self.searcher,
+            "query": self.query,
+            "hits": [hit.to_json() for hit in self.hits],
+            "attempts": [asdict(a) for a in self.attempts],
+            "best_attempt": self.best_attempt,
+            "sufficient": self.sufficient,
+            "stopped": self.stopped,
+            "llm_calls": self.llm_calls,
+            "ms": round(self.ms, 1),
+            "error": self.error,
+        }
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """What the planner needs of a low-level searcher."""
+
+    name: str
+    description: str
+
+    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+        """Search for one atomic query; never raises for a bad query or a bad LLM reply: a
+        failure is a result with ``stopped="error"`` and whatever was found before it."""
+        ...

@@ -1,0 +1,396 @@
+"""LevelRAG's sparse searcher as a LangGraph subgraph: rewrite the atomic query into Lucene
+keywords, then refine breadth-first with three feedback operations until a retrieval verifies.
+
+    rewrite -> probe --(sufficient / nothing left / budget)--> finish
+                 |  \\--(queue empty, nodes to expand)--> expand -> probe
+                 \\--(insufficient, queue not empty)--> probe (next in the queue)
+
+Every query is a ``LuceneQuery``; the LLM only names keywords, the edits (extend = add a quoted
+keyword, emphasize = raise its boost, filter = exclude it) happen on the model, and only rendered
+strings the engine parses are sent. Equivalent queries are tried once. The result is the best
+verified attempt, not the last one tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+import prompts
+from searchers.lucene import (
+    LuceneQuery,
+    emphasize,
+    exclude,
+    extend,
+    is_empty,
+    parse_lucene,
+    query_key,
+    render_query_string,
+)
+from searchers.passages import Hit, numbered_passages
+from searchers.searcher import (
+    Attempt,
+    BudgetExceeded,
+    BudgetMeter,
+    SearchBudget,
+    SearchResult,
+    StopReason,
+    Verdict,
+)
+from searchers.structured_calls import ask
+from searchers.verification import VerificationRule, coverage
+
+MAX_KEYWORD_CHARS = 80
+MAX_KEYWORD_WORDS = 6
+
+
+class LuceneRewrite(BaseModel):
+    query: str = Field(description="keywords in Lucene syntax")
+
+
+class Keyword(BaseModel):
+    keyword: str = Field(description="one keyword or short phrase")
+
+
+class Judgement(BaseModel):
+    answers_query: bool
+
+
+class SparseRetriever(Protocol):
+    """What the sparse searcher needs of a backend (tantivy or Elasticsearch)."""
+
+    name: str
+
+    def retrieve_query(self, query: LuceneQuery, k: int = 10) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class SparseSearcherConfig:
+    k: int = 10
+    max_depth: int = 3  # levels of feedback below the rewritten query
+    max_refinements: int = 27  # feedback queries tried at most (LevelRAG: 27)
+    verify_top: int = 5
+    feedback_top: int = 3
+    passage_chars: int = 300
+    rule: VerificationRule = field(default_factory=VerificationRule)
+
+
+@dataclass
+class _Pending:
+    query: LuceneQuery
+    operation: str
+    parent: int | None
+    depth: int
+
+
+@dataclass
+class SparseRun:
+    """Per-search context: the graph is compiled once, each search brings its own of these."""
+
+    chat: BaseChatModel
+    retriever: SparseRetriever
+    config: SparseSearcherConfig
+    meter: BudgetMeter
+    render: Callable[[LuceneQuery], str] = render_query_string
+
+
+class SparseState(TypedDict, total=False):
+    query: str
+    frontier: list[_Pending]
+    attempts: list[Attempt]
+    hits: dict[int, list[Hit]]
+    to_expand: list[tuple[_Pending, int]]  # tried, insufficient, children not yet asked for
+    seen: set[str]
+    refinements: int
+    stopped: StopReason
+    error: str | None
+
+
+def _clean_keyword(raw: str) -> str | None:
+    """LLM keywords arrive as anything from "" to a paragraph of prose: keep a short phrase."""
+    text = " ".join(raw.replace('"', " ").split())
+    if not text or len(text) > MAX_KEYWORD_CHARS * 4:
+        return None
+    words = text.split()[:MAX_KEYWORD_WORDS]
+    text = " ".join(words)[:MAX_KEYWORD_CHARS]
+    return text or None
+
+
+async def rewrite(
+    state: SparseState, runtime: Runtime[SparseRun]
+) -> Command[Literal["probe", "finish"]]:
+    run = runtime.context
+    fallback = parse_lucene(state["query"]).query
+    try:
+        reply = await ask(
+            run.chat,
+            LuceneRewrite,
+            prompts.render("sparse_rewrite", query=state["query"]),
+            meter=run.meter,
+            step="sparse_rewrite",
+        )
+    except BudgetExceeded as exc:
+        root = _Pending(fallback, "original", None, 0)
+        return Command(goto="probe", update={"frontier": [root], "stopped": exc.reason})
+    rewritten = parse_lucene(reply.value.query).query if reply.value else None
+    if rewritten is None or is_empty(rewritten):
+        note = reply.error or "the rewrite had no searchable keyword"
+        root = _Pending(fallback, "original", None, 0)
+        return Command(goto="probe", update={"frontier": [root], "error": note})
+    return Command(goto="probe", update={"frontier": [_Pending(rewritten, "rewrite", None, 0)]})
+
+
+async def probe(
+    state: SparseState, runtime: Runtime[SparseRun]
+) -> Command[Literal["expand", "probe", "finish"]]:
+    run, cfg = runtime.context, runtime.context.config
+    frontier = list(state.get("frontier", []))
+    seen = set(state.get("seen", set()))
+    attempts = list(state.get("attempts", []))
+    pending: _Pending | None = None
+    while frontier:  # bounded: the frontier only shrinks here
+        candidate = frontier.pop(0)
+        key = query_key(candidate.query)
+        if key not in seen and not is_empty(candidate.query):
+            seen.add(key)
+            pending = candidate
+            break
+    if pending is None:
+        nxt = "expand" if state.get("to_expand") else "finish"
+        return Command(goto=nxt, update={"frontier": [], "seen": seen})
+
+    started = time.monotonic()
+    hits = await asyncio.to_thread(run.retriever.retrieve_query, pending.query, cfg.k)
+    attempt = Attempt(
+        id=len(attempts),
+        operation=pending.operation,
+        query=run.render(pending.query),
+        parent=pending.parent,
+        depth=pending.depth,
+        hit_ids=[h.id for h in hits],
+    )
+    stopped = state.get("stopped")
+    if stopped is None:
+        try:
+            attempt.verdict = await _verify(state["query"], hits, run)
+        except BudgetExceeded as exc:
+            stopped = exc.reason
+    attempt.ms = (time.monotonic() - started) * 1000
+    attempts.append(attempt)
+    to_expand = list(state.get("to_expand", []))
+    if pending.depth < cfg.max_depth:
+        to_expand.append((pending, attempt.id))
+    update = {
+        "frontier": frontier,
+        "seen": seen,
+        "attempts": attempts,
+        "hits": {**state.get("hits", {}), attempt.id: hits},
+        "to_expand": to_expand,
+    }
+    if stopped is not None:
+        return Command(goto="finish", update={**update, "stopped": stopped})
+    if attempt.verdict is not None and attempt.verdict.sufficient:
+        return Command(goto="finish", update={**update, "stopped": "sufficient"})
+    if frontier:
+        return Command(goto="probe", update=update)
+    return Command(goto="expand" if to_expand else "finish", update=update)
+
+
+async def _verify(query: str, hits: list[Hit], run: SparseRun) -> Verdict:
+    rule, cfg = run.config.rule, run.config
+    cov = coverage(query, hits, top=cfg.verify_top)
+    if not hits:
+        return Verdict(sufficient=False, coverage=cov, reason="no hits")
+    if not rule.gate(cov):
+        return Verdict(sufficient=False, coverage=cov, reason="key terms missing from the hits")
+    if not rule.needs_llm:
+        return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
+    reply = await ask(
+        run.chat,
+        Judgement,
+        prompts.render(
+            "searcher_verify",
+            query=query,
+            passages=numbered_passages(hits[: cfg.verify_top], max_chars=cfg.passage_chars),
+        ),
+        meter=run.meter,
+        step="searcher_verify",
+    )
+    llm_says = reply.value.answers_query if reply.value else None
+    return Verdict(
+        sufficient=rule.decide(cov, llm_says),
+        llm_says=llm_says,
+        coverage=cov,
+        reason=reply.error or ("the model found the answer" if llm_says else "the model did not"),
+    )
+
+
+def _extend_prompt(query: str, search: str, passages: str) -> list[BaseMessage]:
+    return prompts.render("sparse_extend", query=query, search=search, passages=passages)
+
+
+def _emphasize_prompt(query: str, search: str, passages: str) -> list[BaseMessage]:
+    return prompts.render("sparse_emphasize", query=query, search=search, passages=passages)
+
+
+def _filter_prompt(query: str, search: str, passages: str) -> list[BaseMessage]:
+    return prompts.render("sparse_filter", query=query, search=search, passages=passages)
+
+
+# LevelRAG's three feedback operations, tried in this order for every insufficient node.
+FEEDBACK = (
+    ("extend", extend, _extend_prompt),
+    ("emphasize", emphasize, _emphasize_prompt),
+    ("filter", exclude, _filter_prompt),
+)
+
+
+async def expand(
+    state: SparseState, runtime: Runtime[SparseRun]
+) -> Command[Literal["probe", "finish"]]:
+    """Make the three feedback children of the oldest tried-and-insufficient node.
+
+    Expansion is lazy: a node's children are asked for only once every query already queued
+    has been tried, so the queries run in breadth-first order while a search that succeeds
+    early never pays for the children it would not have used.
+    """
+    run, cfg = runtime.context, runtime.context.config
+    (parent, attempt_id), *to_expand = state["to_expand"]
+    refinements = state.get("refinements", 0)
+    if refinements >= cfg.max_refinements:
+        return Command(goto="finish", update={"to_expand": []})
+    attempt = state["attempts"][attempt_id]
+    hits = state["hits"][attempt_id][: cfg.feedback_top]
+    passages = numbered_passages(hits, max_chars=cfg.passage_chars)
+    seen = state.get("seen", set())
+    frontier = list(state.get("frontier", []))
+    notes: list[str] = []
+    for operation, edit, render_prompt in FEEDBACK:
+        if refinements >= cfg.max_refinements:
+            break
+        try:
+            reply = await ask(
+                run.chat,
+                Keyword,
+                render_prompt(state["query"], attempt.query, passages),
+                meter=run.meter,
+                step=f"sparse_{operation}",
+            )
+        except BudgetExceeded as exc:
+            update = {"frontier": frontier, "to_expand": to_expand, "stopped": exc.reason}
+            return Command(goto="finish", update=update)
+        keyword = _clean_keyword(reply.value.keyword) if reply.value else None
+        if keyword is None:
+            notes.append(reply.error or f"{operation}: no usable keyword")
+            continue
+        child = edit(parent.query, keyword)
+        if child == parent.query or query_key(child) in seen:
+            notes.append(f"{operation} {keyword!r}: no new query")
+            continue
+        frontier.append(_Pending(child, operation, attempt_id, parent.depth + 1))
+        refinements += 1
+    if notes:
+        attempt.note = "; ".join(notes)
+    update = {"frontier": frontier, "to_expand": to_expand, "refinements": refinements}
+    return Command(goto="probe", update=update)
+
+
+def finish(state: SparseState) -> dict:
+    return {"stopped": state.get("stopped") or "exhausted"}
+
+
+def build_sparse_graph():
+    graph = StateGraph(SparseState, context_schema=SparseRun)
+    graph.add_node("rewrite", rewrite)
+    graph.add_node("probe", probe)
+    graph.add_node("expand", expand)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "rewrite")
+    graph.add_edge("finish", END)
+    return graph.compile(name="sparse_searcher")
+
+
+def best_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """Sufficient beats insufficient, then the model's yes, then coverage, then the earliest."""
+
+    def rank(a: Attempt) -> tuple:
+        v = a.verdict
+        return (
+            bool(v and v.sufficient),
+            bool(v and v.llm_says),
+            (v.coverage or 0.0) if v else 0.0,
+            bool(a.hit_ids),
+            -a.id,
+        )
+
+    return max(attempts, key=rank) if attempts else None
+
+
+class SparseSearcher:
+    name = "sparse"
+    description = "rewrites the query into Lucene keywords and refines it (extend/emphasize/filter)"
+
+    def __init__(
+        self,
+        chat: BaseChatModel,
+        retriever: SparseRetriever,
+        *,
+        config: SparseSearcherConfig | None = None,
+        budget: SearchBudget | None = None,
+        render: Callable[[LuceneQuery], str] = render_query_string,
+    ) -> None:
+        self.chat = chat
+        self.retriever = retriever
+        self.config = config or SparseSearcherConfig()
+        self.budget = budget or SearchBudget()
+        self.render = render
+        self.graph = build_sparse_graph()
+
+    async def search(self, query: str, *, k: int | None = None) -> SearchResult:
+        config = self.config if k is None else _with_k(self.config, k)
+        meter = BudgetMeter(self.budget)
+        run = SparseRun(self.chat, self.retriever, config, meter, self.render)
+        started = time.monotonic()
+        error: str | None = None
+        state: SparseState = {}
+        try:
+            state = await self.graph.ainvoke(
+                {"query": query}, context=run, config={"recursion_limit": _recursion_limit(config)}
+            )
+        except Exception as exc:  # a searcher degrades; the planner records it and goes on
+            error = f"{type(exc).__name__}: {exc}"
+        attempts = state.get("attempts", [])
+        best = best_attempt(attempts)
+        hits = state.get("hits", {}).get(best.id, []) if best else []
+        return SearchResult(
+            searcher=self.name,
+            query=query,
+            hits=hits,
+            attempts=attempts,
+            best_attempt=best.id if best else None,
+            sufficient=bool(best and best.verdict and best.verdict.sufficient),
+            stopped="error" if error else state.get("stopped", "exhausted"),
+            llm_calls=meter.llm_calls,
+            ms=(time.monotonic() - started) * 1000,
+            error=error or state.get("error"),
+        )
+
+
+def _with_k(config: SparseSearcherConfig, k: int) -> SparseSearcherConfig:
+    return replace(config, k=k)
+
+
+def _recursion_limit(config: SparseSearcherConfig) -> int:
+    """Each refinement costs at most two supersteps (probe + expand); leave headroom."""
+    return 2 * (config.max_refinements + 1) * 2 + 10

@@ -1,0 +1,122 @@
+"""Deciding whether a retrieval answers its query, without trusting a small model's "yes".
+
+The local 1.5B model calls almost any retrieval sufficient, so its verdict alone would end every
+refinement loop at the first try. The cheap signal here is term coverage: the share of the
+query's key terms (names, numbers, quoted phrases, rare content words) found in the hits. It
+costs no LLM call, so it also gates the LLM: when coverage is too low the retrieval is judged
+insufficient without asking. ``VerificationRule`` says how the two combine; the default was
+chosen by measurement (see evals/verification and the issue note).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from searchers.passages import Hit
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself also did
+    name named famous known first last many much one two three year years whose born located
+    based released american""".split()
+)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_QUOTED = re.compile(r'"([^"]+)"')
+_CAPITALIZED_RUN = re.compile(r"\b(?:[A-Z][\w'’.-]*\s+){0,4}[A-Z][\w'’.-]*")
+MAX_KEY_TERMS = 12
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents, so "Beyoncé" in a query matches "Beyonce" in a passage."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def _stem(word: str) -> str:
+    """A crude plural/possessive strip: enough for coverage, not a linguistic claim."""
+    for suffix in ("'s", "’s", "ies", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def key_terms(query: str) -> list[str]:
+    """The words a passage answering ``query`` can hardly avoid: content words of the query,
+    with capitalized names and quoted phrases kept together as single terms."""
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        folded = " ".join(_stem(w) for w in _WORD.findall(fold(term)) if w not in STOPWORDS)
+        if folded and folded not in seen and len(terms) < MAX_KEY_TERMS:
+            seen.add(folded)
+            terms.append(folded)
+
+    for phrase in _QUOTED.findall(query):
+        add(phrase)
+    stripped = _QUOTED.sub(" ", query)
+    for run in _CAPITALIZED_RUN.findall(stripped):
+        words = [w for w in _WORD.findall(run) if fold(w) not in STOPWORDS]
+        if len(words) > 1:
+            add(" ".join(words))
+    in_names = {w for t in terms if " " in t for w in t.split()}
+    for word in _WORD.findall(stripped):
+        content = fold(word) not in STOPWORDS and (len(word) > 2 or word.isdigit())
+        if content and _stem(fold(word)) not in in_names:
+            add(word)
+    return terms
+
+
+def _present(term: str, haystack_words: set[str], haystack_text: str) -> bool:
+    words = term.split()
+    if len(words) == 1:
+        return words[0] in haystack_words
+    # a multi-word name counts when most of its words occur (passages abbreviate names)
+    found = sum(1 for w in words if w in haystack_words)
+    return found / len(words) >= 0.5 or term in haystack_text
+
+
+def coverage(query: str, hits: Sequence[Hit], *, top: int = 5) -> float:
+    """Share of the query's key terms that occur in the titles and texts of the top hits."""
+    terms = key_terms(query)
+    if not terms:
+        return 0.0
+    text = " ".join(f"{h.title} {h.text}" for h in hits[:top])
+    words = {_stem(w) for w in _WORD.findall(fold(text))}
+    joined = " ".join(_stem(w) for w in _WORD.findall(fold(text)))
+    return sum(1 for t in terms if _present(t, words, joined)) / len(terms)
+
+
+RuleKind = Literal["llm", "coverage", "llm_and_coverage"]
+
+
+@dataclass(frozen=True)
+class VerificationRule:
+    """How the LLM's verdict and term coverage combine into "sufficient"."""
+
+    kind: RuleKind = "llm_and_coverage"
+    min_coverage: float = 0.75
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.kind != "coverage"
+
+    def gate(self, cov: float) -> bool:
+        """May the LLM be asked at all? Below the coverage bar, the answer is already no."""
+        return self.kind == "llm" or cov >= self.min_coverage
+
+    def decide(self, cov: float, llm_says: bool | None) -> bool:
+        if self.kind == "coverage":
+            return cov >= self.min_coverage
+        if self.kind == "llm":
+            return bool(llm_says)
+        return cov >= self.min_coverage and bool(llm_says)
