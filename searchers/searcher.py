@@ -9,6 +9,7 @@ back, and why the searcher stopped.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -130,3 +131,46 @@ class Searcher(Protocol):
         """Search for one atomic query; never raises for a bad query or a bad LLM reply: a
         failure is a result with ``stopped="error"`` and whatever was found before it."""
         ...
+
+
+def best_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """Sufficient beats insufficient, then the model's yes, then coverage, then the earliest:
+    a refinement loop returns its best try, not its last."""
+
+    def rank(a: Attempt) -> tuple[bool, bool, float, bool, int]:
+        v = a.verdict
+        return (
+            bool(v and v.sufficient),
+            bool(v and v.llm_says),
+            (v.coverage or 0.0) if v else 0.0,
+            bool(a.hit_ids),
+            -a.id,
+        )
+
+    return max(attempts, key=rank) if attempts else None
+
+
+def assemble_result(
+    searcher: str,
+    query: str,
+    state: Mapping[str, Any],
+    meter: BudgetMeter,
+    started: float,
+    error: str | None,
+) -> SearchResult:
+    """The result of a refinement subgraph from its final state (``attempts``, ``hits`` keyed
+    by attempt id, ``stopped``, ``error``), or from whatever it had when it failed."""
+    attempts: list[Attempt] = list(state.get("attempts", []))
+    best = best_attempt(attempts)
+    return SearchResult(
+        searcher=searcher,
+        query=query,
+        hits=list(state.get("hits", {}).get(best.id, [])) if best else [],
+        attempts=attempts,
+        best_attempt=best.id if best else None,
+        sufficient=bool(best and best.verdict and best.verdict.sufficient),
+        stopped="error" if error else state.get("stopped", "exhausted"),
+        llm_calls=meter.llm_calls,
+        ms=(time.monotonic() - started) * 1000,
+        error=error or state.get("error"),
+    )

@@ -46,10 +46,10 @@ from searchers.searcher import (
     SearchBudget,
     SearchResult,
     StopReason,
-    Verdict,
+    assemble_result,
 )
 from searchers.structured_calls import ask
-from searchers.verification import VerificationRule, coverage
+from searchers.verification import VerificationRule, verify_hits
 
 MAX_KEYWORD_CHARS = 80
 MAX_KEYWORD_WORDS = 6
@@ -61,10 +61,6 @@ class LuceneRewrite(BaseModel):
 
 class Keyword(BaseModel):
     keyword: str = Field(description="one keyword or short phrase")
-
-
-class Judgement(BaseModel):
-    answers_query: bool
 
 
 class SparseRetriever(Protocol):
@@ -183,7 +179,15 @@ async def probe(
     stopped = state.get("stopped")
     if stopped is None:
         try:
-            attempt.verdict = await _verify(state["query"], hits, run)
+            attempt.verdict = await verify_hits(
+                run.chat,
+                state["query"],
+                hits,
+                run.meter,
+                cfg.rule,
+                cfg.verify_top,
+                cfg.passage_chars,
+            )
         except BudgetExceeded as exc:
             stopped = exc.reason
     attempt.ms = (time.monotonic() - started) * 1000
@@ -205,35 +209,6 @@ async def probe(
     if frontier:
         return Command(goto="probe", update=update)
     return Command(goto="expand" if to_expand else "finish", update=update)
-
-
-async def _verify(query: str, hits: list[Hit], run: SparseRun) -> Verdict:
-    rule, cfg = run.config.rule, run.config
-    cov = coverage(query, hits, top=cfg.verify_top)
-    if not hits:
-        return Verdict(sufficient=False, coverage=cov, reason="no hits")
-    if not rule.gate(cov):
-        return Verdict(sufficient=False, coverage=cov, reason="key terms missing from the hits")
-    if not rule.needs_llm:
-        return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
-    reply = await ask(
-        run.chat,
-        Judgement,
-        prompts.render(
-            "searcher_verify",
-            query=query,
-            passages=numbered_passages(hits[: cfg.verify_top], max_chars=cfg.passage_chars),
-        ),
-        meter=run.meter,
-        step="searcher_verify",
-    )
-    llm_says = reply.value.answers_query if reply.value else None
-    return Verdict(
-        sufficient=rule.decide(cov, llm_says),
-        llm_says=llm_says,
-        coverage=cov,
-        reason=reply.error or ("the model found the answer" if llm_says else "the model did not"),
-    )
 
 
 def _extend_prompt(query: str, search: str, passages: str) -> list[BaseMessage]:
@@ -321,22 +296,6 @@ def build_sparse_graph():
     return graph.compile(name="sparse_searcher")
 
 
-def best_attempt(attempts: list[Attempt]) -> Attempt | None:
-    """Sufficient beats insufficient, then the model's yes, then coverage, then the earliest."""
-
-    def rank(a: Attempt) -> tuple:
-        v = a.verdict
-        return (
-            bool(v and v.sufficient),
-            bool(v and v.llm_says),
-            (v.coverage or 0.0) if v else 0.0,
-            bool(a.hit_ids),
-            -a.id,
-        )
-
-    return max(attempts, key=rank) if attempts else None
-
-
 class SparseSearcher:
     name = "sparse"
     description = "rewrites the query into Lucene keywords and refines it (extend/emphasize/filter)"
@@ -370,21 +329,7 @@ class SparseSearcher:
             )
         except Exception as exc:  # a searcher degrades; the planner records it and goes on
             error = f"{type(exc).__name__}: {exc}"
-        attempts = state.get("attempts", [])
-        best = best_attempt(attempts)
-        hits = state.get("hits", {}).get(best.id, []) if best else []
-        return SearchResult(
-            searcher=self.name,
-            query=query,
-            hits=hits,
-            attempts=attempts,
-            best_attempt=best.id if best else None,
-            sufficient=bool(best and best.verdict and best.verdict.sufficient),
-            stopped="error" if error else state.get("stopped", "exhausted"),
-            llm_calls=meter.llm_calls,
-            ms=(time.monotonic() - started) * 1000,
-            error=error or state.get("error"),
-        )
+        return assemble_result(self.name, query, state, meter, started, error)
 
 
 def _with_k(config: SparseSearcherConfig, k: int) -> SparseSearcherConfig:

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from searchers.passages import Hit
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel
+
+import prompts
+from searchers.passages import Hit, numbered_passages
+from searchers.searcher import BudgetMeter, Verdict
+from searchers.structured_calls import ask
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -120,3 +126,45 @@ class VerificationRule:
         if self.kind == "llm":
             return bool(llm_says)
         return cov >= self.min_coverage and bool(llm_says)
+
+
+class Judgement(BaseModel):
+    answers_query: bool
+
+
+async def verify_hits(
+    chat: BaseChatModel,
+    query: str,
+    hits: Sequence[Hit],
+    meter: BudgetMeter,
+    rule: VerificationRule,
+    top: int = 5,
+    passage_chars: int = 300,
+) -> Verdict:
+    """Coverage first (free); the LLM only when the rule needs it and coverage lets it through.
+    Raises ``BudgetExceeded`` when the LLM is needed and the budget is spent."""
+    cov = coverage(query, hits, top=top)
+    if not hits:
+        return Verdict(sufficient=False, coverage=cov, reason="no hits")
+    if not rule.gate(cov):
+        return Verdict(sufficient=False, coverage=cov, reason="key terms missing from the hits")
+    if not rule.needs_llm:
+        return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
+    reply = await ask(
+        chat,
+        Judgement,
+        prompts.render(
+            "searcher_verify",
+            query=query,
+            passages=numbered_passages(list(hits[:top]), max_chars=passage_chars),
+        ),
+        meter=meter,
+        step="searcher_verify",
+    )
+    llm_says = reply.value.answers_query if reply.value else None
+    return Verdict(
+        sufficient=rule.decide(cov, llm_says),
+        llm_says=llm_says,
+        coverage=cov,
+        reason=reply.error or ("the model found the answer" if llm_says else "the model did not"),
+    )

@@ -12,8 +12,8 @@ from langchain_core.messages import BaseMessage
 import prompts
 from searchers.lucene import LuceneQuery, render_tantivy
 from searchers.passages import Hit, Passage
-from searchers.searcher import Attempt, SearchBudget, Verdict
-from searchers.sparse_searcher import SparseSearcher, SparseSearcherConfig, best_attempt
+from searchers.searcher import Attempt, SearchBudget, Verdict, best_attempt
+from searchers.sparse_searcher import SparseSearcher, SparseSearcherConfig
 from searchers.sparse_tantivy import TantivySparseIndex
 from searchers.verification import VerificationRule
 from tests.scripted_chat import ScriptedChatModel

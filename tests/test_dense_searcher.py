@@ -1,0 +1,89 @@
+"""HyDE control flow with a scripted chat model (it returns the replies below, nothing more)
+over a real FAISS index with the real embedding model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from searchers.dense_faiss import DenseConfig, FaissDenseIndex
+from searchers.dense_searcher import DenseSearcher, DenseSearcherConfig
+from searchers.passages import Passage
+from searchers.searcher import SearchBudget
+from searchers.verification import VerificationRule
+from tests.scripted_chat import ScriptedChatModel
+
+CORPUS = [
+    ("Mount Kilimanjaro", "Kilimanjaro is a dormant volcano in Tanzania, the highest in Africa."),
+    ("Serengeti", "The Serengeti is a savanna ecosystem in Tanzania and Kenya."),
+    (
+        "Hans Meyer",
+        "Hans Meyer was a German geographer who first reached Kilimanjaro's summit in 1889.",
+    ),
+    ("Volcano", "A volcano is a rupture in the crust of a planet."),
+    ("Coffee", "Coffee is grown on the slopes of many mountains in East Africa."),
+]
+NO, YES = '{"answers_query": false}', '{"answers_query": true}'
+
+
+def doc(text: str) -> str:
+    return json.dumps({"passage": text})
+
+
+@pytest.fixture(scope="module")
+def dense(embeddings) -> FaissDenseIndex:
+    index = FaissDenseIndex(DenseConfig(dimension=embeddings.dimension), embeddings)
+    index.add(Passage(id=f"d{i}", title=t, text=x) for i, (t, x) in enumerate(CORPUS))
+    return index
+
+
+def run(embeddings, dense, replies, *, rewrites=3, budget=None):
+    chat = ScriptedChatModel(replies=list(replies))
+    config = DenseSearcherConfig(max_rewrites=rewrites, rule=VerificationRule(kind="llm"))
+    return DenseSearcher(chat, embeddings, dense, config=config, budget=budget), chat
+
+
+async def test_rewrites_with_feedback_until_sufficient(embeddings, dense) -> None:
+    replies = [
+        doc("Kilimanjaro is a mountain in Tanzania."),
+        NO,
+        doc("The first ascent of Kilimanjaro was made in 1889 by the geographer Hans Meyer."),
+        YES,
+    ]
+    searcher, chat = run(embeddings, dense, replies)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert [a.operation for a in result.attempts] == ["hyde", "hyde"]
+    assert result.stopped == "sufficient" and result.best_attempt == 1
+    assert result.hits[0].id == "d2"  # Hans Meyer
+    second_prompt = chat.calls[2][1].content  # the second HyDE call saw the first results
+    assert "Mount Kilimanjaro" in second_prompt
+    assert "(none yet)" in chat.calls[0][1].content
+    assert result.llm_calls == 4
+
+
+async def test_at_most_max_rewrites_and_best_is_kept(embeddings, dense) -> None:
+    replies = [doc("Hans Meyer reached the summit of Kilimanjaro."), NO]
+    replies += [doc("Coffee grows in East Africa."), NO, doc("Volcanoes rupture crusts."), NO]
+    searcher, _ = run(embeddings, dense, replies, rewrites=3)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert len(result.attempts) == 3 and result.stopped == "exhausted"
+    # nothing verified; the first try's hits cover the query best and are returned
+    assert result.best_attempt == 0 and result.hits[0].id == "d2"
+
+
+async def test_unusable_pseudo_document_falls_back_to_the_query(embeddings, dense) -> None:
+    searcher, _ = run(embeddings, dense, ["not json", YES], rewrites=1)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert result.attempts[0].operation == "original"
+    assert result.attempts[0].query == "Who first climbed Kilimanjaro?"
+    assert "unparseable" in (result.error or "")
+    assert result.hits
+
+
+async def test_budget_returns_what_was_found(embeddings, dense) -> None:
+    replies = [doc("Hans Meyer climbed Kilimanjaro in 1889."), NO, doc("x"), NO]
+    searcher, chat = run(embeddings, dense, replies, budget=SearchBudget(max_llm_calls=2))
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert result.stopped == "budget_llm_calls" and len(chat.calls) == 2
+    assert result.hits and result.hits[0].id == "d2"
