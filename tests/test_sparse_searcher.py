@@ -225,3 +225,17 @@ async def test_unparseable_replies_degrade_to_the_original_query(index) -> None:
     assert "unparseable" in (result.error or "")
     assert result.stopped == "exhausted"
     assert result.hits
+
+
+@pytest.mark.llm
+async def test_one_real_sparse_search_with_the_local_model(index, local_chat) -> None:
+    """The real 1.5B model writes the Lucene keywords; every query it causes parses."""
+    retriever = RecordingRetriever(index)
+    config = SparseSearcherConfig(max_depth=1, max_refinements=3)
+    s = SparseSearcher(local_chat.model, retriever, config=config, render=render_tantivy)
+    result = await s.search("In which city did the band Tinted Windows play their first gig?")
+    assert result.error is None, result.error
+    assert result.attempts and result.attempts[0].operation == "rewrite"
+    assert retriever.sent, "the rewritten query reached tantivy"
+    assert "p1" in [h.id for h in result.hits]  # the passage that answers it
+    assert 1 <= result.llm_calls <= 1 + 4 + 3
