@@ -142,6 +142,12 @@ def _dense(context: SearcherContext) -> Searcher:
     )
 
 
+def _web(context: SearcherContext) -> Searcher:
+    from searchers.web_search import web_searcher_from_options
+
+    return web_searcher_from_options(context.options_for("web"), budget=context.budget)
+
+
 BUILTIN_SEARCHERS = [
     SearcherSpec(
         "sparse",
@@ -154,6 +160,11 @@ BUILTIN_SEARCHERS = [
         "writes a hypothetical answer passage (HyDE) and searches by meaning, with feedback",
         _dense,
         requires=("dense",),
+    ),
+    SearcherSpec(
+        "web",
+        "sends the query as is to web search APIs and returns their snippets with URLs",
+        _web,
     ),
 ]
 

@@ -90,7 +90,7 @@ async def test_a_new_searcher_registers_and_searches(sparse) -> None:
 
 def test_builtins_and_their_requirements(sparse) -> None:
     registry = default_registry(plugins=False)
-    assert {"sparse", "dense"} <= set(registry.names())
+    assert {"sparse", "dense", "web"} <= set(registry.names())
     assert all(spec.description for spec in registry.specs())
     assert registry.create("sparse", context(sparse)).name == "sparse"
     with pytest.raises(SearcherRegistryError, match="needs the dense index"):
