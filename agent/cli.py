@@ -289,6 +289,19 @@ def retrieve(
         raise _usage_error(str(exc)) from exc
 
 
+def _mount_subcommands() -> None:
+    """Command groups that live in their own modules (imported here, at the end, because they
+    reuse ``settings_or_exit`` from this one)."""
+    from agent.cli_search import search_command
+    from agent.cli_tree import tree_app
+
+    app.command("search")(search_command)
+    app.add_typer(tree_app, name="tree")
+
+
+_mount_subcommands()
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,55 @@
+"""Building low-level searchers over an index directory: the composition the `search` command,
+the planner and the evals share, so each searcher is wired the same way everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from agent.indexing import canonical_model_name
+from agent.runtime import Runtime
+from searchers.index_dir import IndexDir
+from searchers.registry import SearcherContext, SearcherRegistry, default_registry
+from searchers.searcher import SearchBudget, Searcher
+
+
+def search_budget(runtime: Runtime) -> SearchBudget:
+    budgets = runtime.settings.budgets
+    return SearchBudget(
+        max_llm_calls=budgets.searcher_max_llm_calls,
+        deadline_s=budgets.searcher_deadline_s,
+        llm_timeout_s=runtime.settings.llm.timeout_s,
+    )
+
+
+def searcher_context(
+    runtime: Runtime, index_dir: Path, needs: Collection[str] = ("sparse", "dense")
+) -> SearcherContext:
+    """Open the retrievers named in ``needs`` (loading the embedding model only for dense);
+    the dense one only after its embedding model has been checked against the configured
+    one, so a mismatch is a clear error before anything is embedded."""
+    index = IndexDir.open(index_dir)
+    retrievers: dict[str, Any] = {}
+    if "sparse" in needs:
+        retrievers["sparse"] = index.sparse()
+    if "dense" in needs:
+        model = canonical_model_name(runtime.settings.embeddings.model)
+        retrievers["dense"] = index.dense(runtime.embeddings, model)
+    return SearcherContext(
+        chat=runtime.chat.model,
+        embeddings=runtime.embeddings,
+        retrievers=retrievers,
+        budget=search_budget(runtime),
+    )
+
+
+def create_searcher(
+    runtime: Runtime,
+    index_dir: Path,
+    name: str,
+    registry: SearcherRegistry | None = None,
+) -> Searcher:
+    registry = registry or default_registry()
+    spec = registry.get(name)  # an unknown name fails before any model is started
+    return registry.create(name, searcher_context(runtime, index_dir, spec.requires))
