@@ -7,6 +7,7 @@ dense index kind, how big a chunk, where the index lives. ``searchers`` knows no
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agent.embeddings import BUNDLED_MODELS
+from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
 from agent.settings import Settings
 from searchers.corpus import expand_sources
 from searchers.index_dir import (
@@ -40,6 +42,8 @@ _STAGE_LABELS = {
     "sparse": "sparse index",
     "dense": "embedding",
 }
+
+log = logging.getLogger(__name__)
 
 
 class QueryFileError(ValueError):
@@ -100,10 +104,11 @@ def build(
     """Ingest files and directories into ``index_dir`` (create, append, or rebuild)."""
     files = expand_sources(sources)
     opts = settings.index
-    return build_index(
+    embeddings = embeddings if embeddings is not None else _embeddings(settings)
+    report = build_index(
         index_dir,
         [SourceSpec(path=f, format=fmt) for f in files],
-        embeddings=embeddings if embeddings is not None else _embeddings(settings),
+        embeddings=embeddings,
         embedding_model=canonical_model_name(settings.embeddings.model),
         dense=DenseOptions(
             kind=opts.dense_kind,
@@ -116,6 +121,22 @@ def build(
         rebuild=rebuild,
         progress=progress,
     )
+    if es_enabled(settings):
+        # the cluster mirrors the committed passage store; ids make the re-send idempotent
+        index = IndexDir.open(index_dir)
+        passages = list(index.passages().values())
+        sent = mirror_passages(
+            settings,
+            passages,
+            embeddings,
+            dimension=index.embedding_dimension,
+            model=index.embedding_model,
+            progress=(lambda done: progress("elasticsearch", done, len(passages)))
+            if progress
+            else None,
+        )
+        log.info("mirrored %d passages into Elasticsearch index %s", sent, settings.es.index)
+    return report
 
 
 def open_retriever(
@@ -129,6 +150,10 @@ def open_retriever(
     the index before it is loaded, so a mismatch fails in milliseconds."""
     if kind not in RETRIEVER_KINDS:
         raise ValueError(f"unknown retriever {kind!r}; expected {', '.join(RETRIEVER_KINDS)}")
+    if es_enabled(settings):
+        model = canonical_model_name(settings.embeddings.model)
+        emb = embeddings if embeddings is not None else _embeddings(settings)
+        return es_retrievers(settings, emb, model)[kind]
     index = IndexDir.open(index_dir)
     if kind == "sparse":
         return index.sparse()

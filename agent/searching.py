@@ -7,6 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from agent.es_wiring import es_enabled, es_retrievers
 from agent.indexing import canonical_model_name
 from agent.runtime import Runtime
 from searchers.index_dir import IndexDir
@@ -31,9 +32,13 @@ def searcher_context(
     one, so a mismatch is a clear error before anything is embedded."""
     index = IndexDir.open(index_dir)
     retrievers: dict[str, Any] = {}
-    if "sparse" in needs:
+    if es_enabled(runtime.settings):
+        model = canonical_model_name(runtime.settings.embeddings.model)
+        cluster = es_retrievers(runtime.settings, runtime.embeddings, model)
+        retrievers = {name: cluster[name] for name in ("sparse", "dense") if name in needs}
+    elif "sparse" in needs:
         retrievers["sparse"] = index.sparse()
-    if "dense" in needs:
+    if "dense" in needs and "dense" not in retrievers:
         model = canonical_model_name(runtime.settings.embeddings.model)
         retrievers["dense"] = index.dense(runtime.embeddings, model)
     return SearcherContext(
@@ -41,6 +46,7 @@ def searcher_context(
         embeddings=runtime.embeddings,
         retrievers=retrievers,
         budget=search_budget(runtime),
+        options={"web": runtime.settings.web.options()},
     )
 
 

@@ -112,6 +112,52 @@ class IndexSettings(BaseModel):
     )
 
 
+class ElasticsearchSettings(BaseModel):
+    """An Elasticsearch 9.x cluster for the sparse and dense indexes (beyond one machine)."""
+
+    model_config = {"extra": "forbid"}
+
+    url: str = Field("", description="e.g. http://localhost:9200; empty = not used")
+    index: str = "hoptree"
+    api_key: SecretStr | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    timeout_s: float = Field(10.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    verify_certs: bool = True
+    ca_certs: Path | None = None
+    batch_size: int = Field(256, ge=1, le=10000)
+
+
+class WebSettings(BaseModel):
+    """Web search providers, tried in order; one without its URL or key is skipped."""
+
+    model_config = {"extra": "forbid"}
+
+    providers: list[Literal["searxng", "brave", "tavily", "bing"]] = ["searxng"]
+    searxng_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    tavily_api_key: SecretStr | None = None
+    bing_api_key: SecretStr | None = None
+    brave_url: str | None = None
+    tavily_url: str | None = None
+    bing_url: str | None = None
+    timeout_s: float = Field(10.0, gt=0)
+    connect_timeout_s: float = Field(3.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    backoff_s: float = Field(0.5, ge=0)
+    max_backoff_s: float = Field(8.0, ge=0)
+    max_concurrency: int = Field(4, ge=1, le=32)
+
+    def options(self) -> dict[str, Any]:
+        """Plain values for the web searcher's factory (secrets unwrapped only here)."""
+        values = self.model_dump()
+        for key, value in list(values.items()):
+            if isinstance(value, SecretStr):
+                values[key] = value.get_secret_value()
+        return {k: v for k, v in values.items() if v is not None}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="HOPTREE_",
@@ -125,6 +171,8 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    es: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
 
     @field_validator("data_dir", "index_dir", mode="after")
