@@ -9,14 +9,16 @@ variables > the TOML file > defaults. Nested sections use ``__`` in environment 
 
 from __future__ import annotations
 
+import json
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -134,7 +136,9 @@ class WebSettings(BaseModel):
 
     model_config = {"extra": "forbid"}
 
-    providers: list[Literal["searxng", "brave", "tavily", "bing"]] = ["searxng"]
+    providers: Annotated[list[Literal["searxng", "brave", "tavily", "bing"]], NoDecode] = [
+        "searxng"
+    ]
     searxng_url: str | None = None
     brave_api_key: SecretStr | None = None
     tavily_api_key: SecretStr | None = None
@@ -148,6 +152,17 @@ class WebSettings(BaseModel):
     backoff_s: float = Field(0.5, ge=0)
     max_backoff_s: float = Field(8.0, ge=0)
     max_concurrency: int = Field(4, ge=1, le=32)
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """HOPTREE_WEB__PROVIDERS=searxng,brave reads as a list (JSON lists work too)."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
 
     def options(self) -> dict[str, Any]:
         """Plain values for the web searcher's factory (secrets unwrapped only here)."""

@@ -93,3 +93,23 @@ def test_api_key_is_secret(settings: Settings, monkeypatch: pytest.MonkeyPatch) 
     assert "sk-very-secret" not in repr(loaded)
     assert loaded.llm.api_key is not None
     assert loaded.llm.api_key.get_secret_value() == "sk-very-secret"
+
+
+@pytest.mark.parametrize("raw", ["searxng,brave", '["searxng", "brave"]', " searxng , brave "])
+def test_web_providers_from_env(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("HOPTREE_WEB__PROVIDERS", raw)
+    monkeypatch.setenv("HOPTREE_WEB__BRAVE_API_KEY", "secret")
+    loaded = load_settings()
+    assert loaded.web.providers == ["searxng", "brave"]
+    assert loaded.web.options()["brave_api_key"] == "secret"
+    assert "secret" not in repr(loaded)
+
+
+def test_unknown_web_provider_is_refused(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOPTREE_WEB__PROVIDERS", "searxng,altavista")
+    with pytest.raises(SettingsError, match="web.providers"):
+        load_settings()
