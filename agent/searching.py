@@ -41,6 +41,10 @@ def searcher_context(
     if "dense" in needs and "dense" not in retrievers:
         model = canonical_model_name(runtime.settings.embeddings.model)
         retrievers["dense"] = index.dense(runtime.embeddings, model)
+    if "tree" in needs and (index_dir / "tree").exists():
+        from searchers.tree_retrieval import TreeRetriever
+
+        retrievers["tree"] = TreeRetriever.open(index_dir / "tree", runtime.embeddings)
     return SearcherContext(
         chat=runtime.chat.model,
         embeddings=runtime.embeddings,

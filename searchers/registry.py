@@ -148,6 +148,12 @@ def _web(context: SearcherContext) -> Searcher:
     return web_searcher_from_options(context.options_for("web"), budget=context.budget)
 
 
+def _tree(context: SearcherContext) -> Searcher:
+    from searchers.tree_searcher import TreeSearcher
+
+    return TreeSearcher(context.retrievers["tree"])
+
+
 BUILTIN_SEARCHERS = [
     SearcherSpec(
         "sparse",
@@ -165,6 +171,12 @@ BUILTIN_SEARCHERS = [
         "web",
         "sends the query as is to web search APIs and returns their snippets with URLs",
         _web,
+    ),
+    SearcherSpec(
+        "tree",
+        "retrieves RAPTOR tree nodes of every layer (summaries and leaves) by similarity",
+        _tree,
+        requires=("tree",),
     ),
 ]
 

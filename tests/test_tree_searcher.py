@@ -1,0 +1,40 @@
+"""The registered `tree` searcher over a hand-made tree (fake axis embeddings, no LLM)."""
+
+from __future__ import annotations
+
+from searchers.registry import SearcherContext, default_registry
+from searchers.searcher import Searcher
+from searchers.tree_retrieval import TreeRetriever
+from tests.scripted_chat import ScriptedChatModel
+from tests.test_tree_retrieval import AxisEmbeddings
+from tests.test_tree_store import hand_tree
+
+
+def context() -> SearcherContext:
+    retriever = TreeRetriever(hand_tree(), AxisEmbeddings())
+    return SearcherContext(chat=ScriptedChatModel(), retrievers={"tree": retriever})
+
+
+async def test_tree_searcher_returns_nodes_of_several_layers_with_their_layer() -> None:
+    searcher = default_registry(plugins=False).create("tree", context())
+    assert isinstance(searcher, Searcher) and searcher.name == "tree"
+    result = await searcher.search("ships", k=5)
+    assert result.hits and result.llm_calls == 0
+    layers = {h.passage.metadata["layer"] for h in result.hits}
+    assert len(layers) >= 2  # summaries and leaves compete in one ranking
+    assert result.attempts[0].operation == "collapsed"
+    assert f"layers {sorted(layers)}" == result.attempts[0].note
+    assert result.attempts[0].verdict is not None
+
+
+async def test_a_failing_tree_degrades_to_an_error_result() -> None:
+    ctx = context()
+    retriever = ctx.retrievers["tree"]
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk gone")
+
+    retriever.collapsed = boom  # type: ignore[method-assign]
+    result = await default_registry(plugins=False).create("tree", ctx).search("ships")
+    assert result.stopped == "error" and "disk gone" in (result.error or "")
+    assert result.hits == []
