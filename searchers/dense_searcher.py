@@ -35,7 +35,8 @@ from searchers.searcher import (
     SearchBudget,
     SearchResult,
     StopReason,
-    assemble_result,
+    finish_refinement,
+    run_refinement,
 )
 from searchers.structured_calls import ask
 from searchers.verification import VerificationRule, verify_hits
@@ -163,15 +164,11 @@ async def probe(
     return Command(goto="finish", update=update)
 
 
-def finish(state: DenseState) -> dict:
-    return {"stopped": state.get("stopped") or "exhausted"}
-
-
 def build_dense_graph():
     graph = StateGraph(DenseState, context_schema=DenseRun)
     graph.add_node("write", write)
     graph.add_node("probe", probe)
-    graph.add_node("finish", finish)
+    graph.add_node("finish", finish_refinement)
     graph.add_edge(START, "write")
     graph.add_edge("finish", END)
     return graph.compile(name="dense_searcher")
@@ -203,15 +200,5 @@ class DenseSearcher:
         config = self.config if k is None else replace(self.config, k=k)
         meter = BudgetMeter(self.budget)
         run = DenseRun(self.chat, self.embeddings, self.retriever, config, meter)
-        started = time.monotonic()
-        error: str | None = None
-        state: DenseState = {}
-        try:
-            state = await self.graph.ainvoke(
-                {"query": query},
-                context=run,
-                config={"recursion_limit": 4 * (config.max_rewrites + 1) + 10},
-            )
-        except Exception as exc:  # a searcher degrades; the planner records it and goes on
-            error = f"{type(exc).__name__}: {exc}"
-        return assemble_result(self.name, query, state, meter, started, error)
+        limit = 4 * (config.max_rewrites + 1) + 10  # write + probe per rewrite, with headroom
+        return await run_refinement(self.name, query, self.graph, run, meter, recursion_limit=limit)

@@ -150,16 +150,32 @@ def best_attempt(attempts: list[Attempt]) -> Attempt | None:
     return max(attempts, key=rank) if attempts else None
 
 
-def assemble_result(
+def finish_refinement(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The last node of every refinement subgraph: a loop that ran out of ideas says so."""
+    return {"stopped": state.get("stopped") or "exhausted"}
+
+
+async def run_refinement(
     searcher: str,
     query: str,
-    state: Mapping[str, Any],
+    graph: Any,
+    context: Any,
     meter: BudgetMeter,
-    started: float,
-    error: str | None,
+    *,
+    recursion_limit: int,
 ) -> SearchResult:
-    """The result of a refinement subgraph from its final state (``attempts``, ``hits`` keyed
-    by attempt id, ``stopped``, ``error``), or from whatever it had when it failed."""
+    """Run a compiled refinement subgraph and turn its final state (``attempts``, ``hits`` keyed
+    by attempt id, ``stopped``, ``error``) into a result. A crash inside the graph degrades to
+    an error result: the planner records it and goes on with the other searchers."""
+    started = time.monotonic()
+    error: str | None = None
+    state: Mapping[str, Any] = {}
+    try:
+        state = await graph.ainvoke(
+            {"query": query}, context=context, config={"recursion_limit": recursion_limit}
+        )
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
     attempts: list[Attempt] = list(state.get("attempts", []))
     best = best_attempt(attempts)
     return SearchResult(

@@ -46,7 +46,8 @@ from searchers.searcher import (
     SearchBudget,
     SearchResult,
     StopReason,
-    assemble_result,
+    finish_refinement,
+    run_refinement,
 )
 from searchers.structured_calls import ask
 from searchers.verification import VerificationRule, verify_hits
@@ -281,16 +282,12 @@ async def expand(
     return Command(goto="probe", update=update)
 
 
-def finish(state: SparseState) -> dict:
-    return {"stopped": state.get("stopped") or "exhausted"}
-
-
 def build_sparse_graph():
     graph = StateGraph(SparseState, context_schema=SparseRun)
     graph.add_node("rewrite", rewrite)
     graph.add_node("probe", probe)
     graph.add_node("expand", expand)
-    graph.add_node("finish", finish)
+    graph.add_node("finish", finish_refinement)
     graph.add_edge(START, "rewrite")
     graph.add_edge("finish", END)
     return graph.compile(name="sparse_searcher")
@@ -320,16 +317,9 @@ class SparseSearcher:
         config = self.config if k is None else _with_k(self.config, k)
         meter = BudgetMeter(self.budget)
         run = SparseRun(self.chat, self.retriever, config, meter, self.render)
-        started = time.monotonic()
-        error: str | None = None
-        state: SparseState = {}
-        try:
-            state = await self.graph.ainvoke(
-                {"query": query}, context=run, config={"recursion_limit": _recursion_limit(config)}
-            )
-        except Exception as exc:  # a searcher degrades; the planner records it and goes on
-            error = f"{type(exc).__name__}: {exc}"
-        return assemble_result(self.name, query, state, meter, started, error)
+        return await run_refinement(
+            self.name, query, self.graph, run, meter, recursion_limit=_recursion_limit(config)
+        )
 
 
 def _with_k(config: SparseSearcherConfig, k: int) -> SparseSearcherConfig:
