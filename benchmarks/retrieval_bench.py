@@ -68,6 +68,7 @@ SHARD = 5000
 SEED = 20261122
 WARMUP = 10
 MODEL = "all-MiniLM-L6-v2"
+EF_SEARCH_SWEEP = (32, 64, 128, 256, 512)
 
 
 # --------------------------------------------------------------------------- synthetic corpus
@@ -224,6 +225,7 @@ def _run_sparse(n: int, n_queries: int, workdir: str) -> dict[str, Any]:
         "query": _latency(lambda q: index.retrieve(q, 10), queries),
         "rss_before_mb": round(rss_before, 0),
         "peak_rss_mb": round(_peak_mb(), 0),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -243,7 +245,7 @@ def _run_dense(n: int, n_queries: int, workdir: str, kind: str, cache_dir: str) 
     index.add(passages, vectors=vectors)
     add_s = time.perf_counter() - t0
     index.save(Path(workdir) / "dense")
-    query_vectors = embeddings.embed_array(queries)
+    query_vectors = list(embeddings.embed_array(queries))
     result: dict[str, Any] = {
         "backend": f"dense (FAISS {kind})",
         "n": n,
@@ -253,18 +255,31 @@ def _run_dense(n: int, n_queries: int, workdir: str, kind: str, cache_dir: str) 
         "build_s": round(embed_s + add_s, 1),
         "disk_mb": round(_du_mb(Path(workdir) / "dense"), 1),
         "query": _latency(lambda q: index.retrieve(q, 10), queries),
-        "search_only": _latency(lambda v: index.retrieve_vector(v, 10), list(query_vectors)),
+        "search_only": _latency(lambda v: index.retrieve_vector(v, 10), query_vectors),
         "rss_before_mb": round(rss_before, 0),
         "peak_rss_mb": round(_peak_mb(), 0),
     }
     if kind == "hnsw":
-        exact = np.argsort(-(query_vectors @ vectors.T), axis=1)[:, :10]
+        exact = np.argsort(-(np.stack(query_vectors) @ vectors.T), axis=1)[:, :10]
         ids = index.ids()
-        overlap = [
-            len({ids[j] for j in exact[i]} & {h.id for h in index.retrieve_vector(v, 10)}) / 10
-            for i, v in enumerate(query_vectors)
-        ]
-        result["recall10_vs_exact"] = round(float(np.mean(overlap)), 4)
+        exact_ids = [{ids[j] for j in row} for row in exact]
+
+        def recall_at_10(ef: int | None = None) -> float:
+            found = [
+                len(exact_ids[i] & {h.id for h in index.retrieve_vector(v, 10, ef_search=ef)}) / 10
+                for i, v in enumerate(query_vectors)
+            ]
+            return round(float(np.mean(found)), 4)
+
+        result["recall10_vs_exact"] = recall_at_10()
+        sweep = []
+        for ef in EF_SEARCH_SWEEP:  # the same graph, searched wider
+            latency = _latency(
+                lambda v, ef=ef: index.retrieve_vector(v, 10, ef_search=ef), query_vectors
+            )
+            sweep.append({"ef_search": ef, "recall10": recall_at_10(ef), **latency})
+        result["ef_search_sweep"] = sweep
+    result["loadavg_1m"] = round(os.getloadavg()[0], 2)
     return result
 
 
@@ -368,8 +383,8 @@ def render_markdown(results: dict[str, Any]) -> str:
             "",
             "| index | passages | build s | of which embedding s (passages/s) | FAISS add s "
             "| disk MB | query p50 ms | query p95 ms | search-only p50 / p95 ms "
-            "| rss before MB | peak RSS MB | recall@10 vs exact |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| rss before MB | peak RSS MB | recall@10 vs exact | load 1m |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in results["scale"]:
             dense = "embed_s" in r
@@ -382,15 +397,32 @@ def render_markdown(results: dict[str, Any]) -> str:
                 f"| {r['backend']} | {r['n']:,} | {r['build_s']} | {embed} | {add} "
                 f"| {r['disk_mb']} | {r['query']['p50_ms']} | {r['query']['p95_ms']} | {search} "
                 f"| {r['rss_before_mb']:.0f} | {r['peak_rss_mb']:.0f} "
-                f"| {r.get('recall10_vs_exact', '-')} |"
+                f"| {r.get('recall10_vs_exact', '-')} | {r.get('loadavg_1m', '-')} |"
             )
         lines += [
             "",
             "Dense query latency includes embedding the query with the model on CPU; "
             "peak RSS = ru_maxrss of a fresh process per row (includes the Python runtime, "
-            "and for dense rows torch + the model + the cached vectors).",
+            "and for dense rows torch + the model + the cached vectors). "
+            "load 1m = the machine's 1-minute load average when the row finished "
+            "(2 cores: above 2 means other processes competed for the CPU).",
             "",
         ]
+        sweeps = [r for r in results["scale"] if r.get("ef_search_sweep")]
+        if sweeps:
+            lines += [
+                "### HNSW efSearch (M=32, efConstruction=80): recall@10 against exact search",
+                "",
+                "| passages | efSearch | recall@10 | search p50 ms | search p95 ms |",
+                "|---:|---:|---:|---:|---:|",
+            ]
+            for r in sweeps:
+                for point in r["ef_search_sweep"]:
+                    lines.append(
+                        f"| {r['n']:,} | {point['ef_search']} | {point['recall10']} "
+                        f"| {point['p50_ms']} | {point['p95_ms']} |"
+                    )
+            lines.append("")
     for rec in results.get("recall", []):
         lines += [
             f"## Gold-paragraph recall: {rec['dataset']} open corpus "

@@ -210,8 +210,14 @@ class FaissDenseIndex:
         vector = embed_texts(self.embeddings, [query])
         return self.retrieve_vector(vector[0], k)
 
-    def retrieve_vector(self, vector: np.ndarray, k: int = 10) -> list[Hit]:
-        """Search with a ready query vector (HyDE averages pseudo-documents, benchmarks batch)."""
+    def retrieve_vector(
+        self, vector: np.ndarray, k: int = 10, *, ef_search: int | None = None
+    ) -> list[Hit]:
+        """Search with a ready query vector (HyDE averages pseudo-documents, benchmarks batch).
+
+        ``ef_search`` widens (or narrows) one HNSW search without touching the shared index;
+        the flat index ignores it.
+        """
         if k <= 0 or not self._ids:
             return []
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -224,8 +230,8 @@ class FaissDenseIndex:
         kwargs: dict[str, Any] = {}
         if self.config.kind == "hnsw":
             # per-call parameters: mutating index.hnsw.efSearch would race between threads
-            ef_search = max(self.config.hnsw_ef_search, k)
-            kwargs["params"] = faiss.SearchParametersHNSW(efSearch=ef_search)
+            ef = max(ef_search or self.config.hnsw_ef_search, k)
+            kwargs["params"] = faiss.SearchParametersHNSW(efSearch=ef)
         scores, rows = self._index.search(query, k, **kwargs)
         hits: list[Hit] = []
         for score, row in zip(scores[0], rows[0], strict=True):

@@ -139,4 +139,7 @@ def test_exact_and_hnsw_agree_on_a_small_real_corpus(embeddings) -> None:
         assert approx[0].id == exact[0].id
         assert approx[0].score == pytest.approx(exact[0].score, abs=1e-5)
         overlap.append(len({h.id for h in exact} & {h.id for h in approx}) / 10)
+        # searching as wide as the corpus makes the graph search exhaustive in practice
+        wide = hnsw.retrieve_vector(np.asarray(embeddings.embed_query(query)), 10, ef_search=400)
+        assert [h.id for h in wide] == [h.id for h in exact]
     assert sum(overlap) / len(overlap) >= 0.95
