@@ -214,7 +214,7 @@ class TreeBuilder:
             self._remember(previous)
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
         leaves = self._make_leaves(documents)
-        layers_by_group = await self._grow_groups(documents, leaves, first_clusters={})
+        layers_by_group = await self._grow_groups(documents, leaves)
         tree = self._assemble(documents, layers_by_group, existing=None)
         self._finish(tree, started)
         return tree
@@ -251,7 +251,7 @@ class TreeBuilder:
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
         leaves = self._make_leaves(new_docs)
         if self.config.mode == "per_document":
-            grown = await self._grow_groups(new_docs, leaves, first_clusters={})
+            grown = await self._grow_groups(new_docs, leaves)
             result = self._assemble(new_docs, grown, existing=tree)
         else:
             result = await self._add_single(tree, new_docs, leaves)
@@ -323,10 +323,7 @@ class TreeBuilder:
         return result
 
     async def _grow_groups(
-        self,
-        documents: Sequence[SourceDocument],
-        leaves: dict[str, _Layer],
-        first_clusters: dict[str, list[list[int]]],
+        self, documents: Sequence[SourceDocument], leaves: dict[str, _Layer]
     ) -> dict[str, list[_Layer]]:
         """Layers per group: one group per document, or one group "*" for a single tree."""
         if self.config.mode == "per_document":
@@ -339,9 +336,7 @@ class TreeBuilder:
                 else self._embed([])
             )
             groups = [("*", _Layer(nodes, vectors))]
-        grown = await asyncio.gather(
-            *(self._grow(name, layer, first_clusters.get(name)) for name, layer in groups)
-        )
+        grown = await asyncio.gather(*(self._grow(name, layer, None) for name, layer in groups))
         return {name: layers for (name, _), layers in zip(groups, grown, strict=True)}
 
     def _cluster(self, group: str, layer: _Layer, depth: int) -> list[list[int]]:
