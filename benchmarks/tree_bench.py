@@ -225,6 +225,23 @@ async def run_quality_qa(
 # --------------------------------------------------------------------------- report
 
 
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def refresh_reports(data: dict[str, Any]) -> None:
+    """Recompute the shape fields of every run from its stored tree (no model, no calls), so
+    a report field added later reaches runs benchmarked earlier."""
+    for run in data["runs"].values():
+        target = Path(run["tree_dir"])
+        if not tree_exists(target):
+            continue
+        report = tree_report(load_tree(target))
+        for key in ("layers", "summary_nodes", "mean_children", "compression", "per_layer"):
+            run[key] = report[key]
+        run["compression_mean_per_parent"] = report["compression_mean_per_parent"]
+
+
 def write_markdown(data: dict[str, Any]) -> None:
     runs = sorted(data["runs"].values(), key=lambda r: (r["document_tokens"], r["clustering"]))
     lines = [
@@ -245,8 +262,7 @@ def write_markdown(data: dict[str, Any]) -> None:
         lines.append(
             f"| {r['title'][:32]} | {r['document_tokens']} | {r['clustering']} | "
             f"{r['layers']} | {r['summary_nodes']} | {r['mean_children']:.2f} | "
-            f"{(r['compression'] or 0):.3f} / "
-            f"{(r.get('compression_mean_per_parent') or 0):.3f} | "
+            f"{_fmt(r['compression'])} / {_fmt(r.get('compression_mean_per_parent'))} | "
             f"{r['llm_calls']} | {r['prompt_tokens']} | "
             f"{r['completion_tokens']} | {r['generation_seconds']:.0f} |"
         )
@@ -355,7 +371,18 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=2000, help="QA context tokens")
     parser.add_argument("--no-qa", action="store_true")
     parser.add_argument("--work", type=Path, default=Path.home() / ".cache/hoptree/bench-trees")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--report-only", action="store_true", help="refresh tree.md/json from stored trees"
+    )
+    args = parser.parse_args()
+    if args.report_only:
+        out_json = RESULTS / "tree.json"
+        data = json.loads(out_json.read_text())
+        refresh_reports(data)
+        out_json.write_text(json.dumps(data, indent=2) + "\n")
+        write_markdown(data)
+        return
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":
