@@ -283,6 +283,24 @@ def _run_dense(n: int, n_queries: int, workdir: str, kind: str, cache_dir: str) 
     return result
 
 
+def _run_query_embedding(n_queries: int) -> dict[str, Any]:
+    """Latency of embedding one query, with torch's default thread count and with one thread:
+    on a busy 2-core machine torch's thread pool can be far slower than a single thread."""
+    import torch
+
+    from agent.embeddings import SentenceTransformerEmbeddings
+
+    embeddings = SentenceTransformerEmbeddings(MODEL)
+    queries = synthetic_queries(synthetic_passages(SHARD), n_queries)
+    default_threads = torch.get_num_threads()
+    out: dict[str, Any] = {"backend": "query embedding only", "rows": []}
+    for threads in dict.fromkeys((default_threads, 1)):
+        torch.set_num_threads(threads)
+        out["rows"].append({"threads": threads, **_latency(embeddings.embed_query, queries)})
+    out["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    return out
+
+
 def _child(target: str, args: tuple[Any, ...], queue: Any) -> None:
     try:
         queue.put(("ok", globals()[target](*args)))
@@ -423,6 +441,18 @@ def render_markdown(results: dict[str, Any]) -> str:
                         f"| {point['p50_ms']} | {point['p95_ms']} |"
                     )
             lines.append("")
+    qe = results.get("query_embedding")
+    if qe:
+        lines += [
+            "### Embedding one query (all-MiniLM-L6-v2, CPU)",
+            "",
+            "| torch threads | p50 ms | p95 ms |",
+            "|---:|---:|---:|",
+            *(f"| {r['threads']} | {r['p50_ms']} | {r['p95_ms']} |" for r in qe["rows"]),
+            "",
+            f"(load average {qe['loadavg_1m']} on {os.cpu_count()} cores when measured)",
+            "",
+        ]
     for rec in results.get("recall", []):
         lines += [
             f"## Gold-paragraph recall: {rec['dataset']} open corpus "
@@ -500,6 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log(json.dumps(row))
                     results["scale"].append(row)
                     shutil.rmtree(work, ignore_errors=True)
+            results["query_embedding"] = run_isolated("_run_query_embedding", args.queries)
+            log(json.dumps(results["query_embedding"]))
         if not args.skip_recall:
             for label, rel in RECALL_SETS:
                 results["recall"].append(run_recall(label, rel, workroot, log))
