@@ -111,5 +111,5 @@ def test_unknown_web_provider_is_refused(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOPTREE_WEB__PROVIDERS", "searxng,altavista")
-    with pytest.raises(SettingsError, match="web.providers"):
+    with pytest.raises(SettingsError, match=r"web\.providers"):
         load_settings()
