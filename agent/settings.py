@@ -103,7 +103,7 @@ class IndexSettings(BaseModel):
     )
     hnsw_m: int = Field(32, ge=4, le=256, description="HNSW graph degree")
     hnsw_ef_construction: int = Field(80, ge=8, le=4096)
-    hnsw_ef_search: int = Field(128, ge=8, le=8192, description="raised to k when k is larger")
+    hnsw_ef_search: int = Field(256, ge=8, le=8192, description="raised to k when k is larger")
     chunk_tokens: int = Field(
         150, ge=16, le=2000, description="max tokens per chunk of text/markdown files"
     )

@@ -429,7 +429,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         sweeps = [r for r in results["scale"] if r.get("ef_search_sweep")]
         if sweeps:
             lines += [
-                "### HNSW efSearch (M=32, efConstruction=80): recall@10 against exact search",
+                "### HNSW efSearch (M=32, efConstruction=80, default efSearch 256): "
+                "recall@10 against exact search",
                 "",
                 "| passages | efSearch | recall@10 | search p50 ms | search p95 ms |",
                 "|---:|---:|---:|---:|---:|",

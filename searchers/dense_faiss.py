@@ -41,7 +41,7 @@ class DenseConfig:
     kind: DenseKind = "flat"
     hnsw_m: int = 32
     hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 128
+    hnsw_ef_search: int = 256  # recall@10 vs exact 0.92 at 100k (128: 0.84)
     # What is embedded for a passage; recorded so a reopened index embeds appended passages the
     # same way it embedded the first ones.
     passage_text: Literal["title+text", "text"] = "title+text"

@@ -357,7 +357,7 @@ class DenseOptions:
     kind: DenseKind = "flat"
     hnsw_m: int = 32
     hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 128
+    hnsw_ef_search: int = 256
     batch_size: int = 256
 
 
