@@ -19,12 +19,6 @@ AWAITING_CALLER = {
     "supplement",
     "summarize",
     "verify",
-    "searcher_verify",
-    "sparse_rewrite",
-    "sparse_extend",
-    "sparse_emphasize",
-    "sparse_filter",
-    "hyde",
     "answer",
 }
 
