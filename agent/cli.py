@@ -5,10 +5,8 @@ Human output goes through rich; ``--json`` prints exactly one JSON document on s
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,8 +25,6 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
-
-DEMO_QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
 
 
 class _State:
@@ -83,35 +79,6 @@ def doctor(
     else:
         _print_doctor(report)
     raise typer.Exit(0 if report["ok"] else 1)
-
-
-@app.command()
-def demo(
-    question: Annotated[str, typer.Argument(help="a question for the model")] = DEMO_QUESTION,
-) -> None:
-    """The main job on embedded defaults: doctor, then one question through the chat path."""
-    from agent.closed_book import answer_closed_book
-    from agent.doctor import run_doctor
-    from agent.progress import byte_progress
-    from agent.runtime import Runtime
-
-    settings = settings_or_exit()
-    with byte_progress("joining the local model") as progress:
-        report = run_doctor(settings, progress)
-        _print_doctor(report)
-        if not report["ok"]:
-            raise typer.Exit(1)
-        with Runtime(settings, progress=progress) as runtime:
-            t0 = time.monotonic()
-            answer = asyncio.run(answer_closed_book(runtime.chat.model, question))
-            seconds = time.monotonic() - t0
-            usage = runtime.usage.total()
-            cache = runtime.llm_cache.stats.as_dict() if runtime.llm_cache else {}
-    out.print(f"\n[bold]Q:[/bold] {question}\n[bold]A:[/bold] {answer}")
-    out.print(
-        f"[dim]{seconds:.1f}s; {usage.calls} call(s), {usage.prompt_tokens} prompt + "
-        f"{usage.completion_tokens} completion tokens; cache hits {cache.get('hits', 0)}[/dim]"
-    )
 
 
 # --------------------------------------------------------------------------- index and retrieve
@@ -292,10 +259,13 @@ def retrieve(
 def _mount_subcommands() -> None:
     """Command groups that live in their own modules (imported here, at the end, because they
     reuse ``settings_or_exit`` from this one)."""
+    from agent.cli_ask import ask_command, demo_command
     from agent.cli_search import search_command
     from agent.cli_tree import tree_app
 
     app.command("search")(search_command)
+    app.command("ask")(ask_command)
+    app.command("demo")(demo_command)
     app.add_typer(tree_app, name="tree")
 
 

@@ -89,6 +89,50 @@ class BudgetSettings(BaseModel):
     searcher_deadline_s: float = Field(300.0, gt=0)
 
 
+class PlannerSettings(BaseModel):
+    """The high-level searcher: which low-level searchers it fans out to and how much text each
+    step may read (prompt tokens are the local model's main cost)."""
+
+    model_config = {"extra": "forbid"}
+
+    searchers: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["sparse", "dense"],
+        description="registered searcher names; each becomes a node of the graph",
+    )
+    k: int = Field(10, ge=1, le=100, description="hits asked of each searcher")
+    summary_passages: int = Field(4, ge=1, le=20, description="fused passages per summary")
+    passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
+    answer_sources: int = Field(6, ge=1, le=30, description="sources shown to the answer step")
+    skip_agreed_summaries: bool = Field(
+        True, description="no summary call when searchers agree on a grounded answer"
+    )
+
+    @field_validator("searchers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+
+class ServerSettings(BaseModel):
+    """The HTTP agent API (``hoptree serve``)."""
+
+    model_config = {"extra": "forbid"}
+
+    host: str = "127.0.0.1"
+    port: int = Field(8642, ge=0, le=65535)
+    api_key: SecretStr | None = Field(None, description="Bearer token; required off loopback")
+    max_body_bytes: int = Field(65536, ge=1024, description="larger request bodies get 413")
+    max_question_chars: int = Field(2000, ge=10, le=100000)
+    max_concurrency: int = Field(2, ge=1, le=256, description="runs at once; more get 429")
+    request_deadline_s: float = Field(900.0, gt=0, description="per run")
+    checkpoint_db: Path | None = Field(None, description="None = <data_dir>/threads.sqlite")
+
+
 class IndexSettings(BaseModel):
     """How ``hoptree index build`` lays out a new index and how retrievers read it.
 
@@ -189,6 +233,8 @@ class Settings(BaseSettings):
     es: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    planner: PlannerSettings = Field(default_factory=PlannerSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     @field_validator("data_dir", "index_dir", mode="after")
     @classmethod
@@ -219,6 +265,10 @@ class Settings(BaseSettings):
     @property
     def default_index_dir(self) -> Path:
         return self.index_dir or self.data_dir / "index"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.server.checkpoint_db or self.data_dir / "threads.sqlite"
 
 
 class SettingsError(ValueError):

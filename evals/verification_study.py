@@ -1,10 +1,12 @@
-"""Which stop rule predicts "a gold paragraph was retrieved"? (issue 4, verification)
+"""Which stop rule predicts that a retrieval answers its query? (issue 4, verification)
 
 For each HotpotQA question, the raw question is the query; BM25 returns the top passages of
-the open corpus; the label is whether a supporting-fact title is among them. Each rule is
-scored as a predictor of that label: the LLM's yes/no alone, term coverage at several bars,
-and the two combined. A searcher stops on "sufficient", so precision (how often a stop was
-right) matters more than recall (a wrong "no" only costs another refinement).
+the open corpus. Labels: the gold answer occurs in them (answer-in-context, the primary label;
+yes/no questions have no span and are left out of it), a supporting-fact title is among them,
+and both are. Each rule is scored as a predictor: the LLM's yes/no judgement alone, the LLM's
+extracted answer span found in the passages ("grounded"), term coverage at several bars, and
+combinations. A searcher stops on "sufficient", so precision (how often a stop was right)
+matters more than recall (a wrong "no" only costs another refinement).
 
     python -m evals.verification_study --index DIR --data FILE --limit 120 --out evals/results
 """
@@ -23,7 +25,7 @@ from agent.indexing import build, open_retriever
 from agent.runtime import Runtime
 from agent.settings import load_settings
 from searchers.searcher import BudgetMeter, SearchBudget
-from searchers.verification import VerificationRule, coverage, verify_hits
+from searchers.verification import VerificationRule, coverage, normalize_answer, verify_hits
 
 BARS = (0.5, 0.6, 0.75, 0.9, 1.0)
 TOP = 5
@@ -88,52 +90,99 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         for line in args.cache.read_text().splitlines():
             record = json.loads(line)
             done[record["id"]] = record
-    with Runtime(settings) as runtime, args.cache.open("a") as out:
+    with Runtime(settings) as runtime:
         chat = runtime.chat.model
         for number, row in enumerate(rows, start=1):
-            if row["id"] in done:
-                continue
+            record = done.get(row["id"])
             hits = sparse.retrieve(row["question"], TOP)
-            meter = BudgetMeter(SearchBudget(max_llm_calls=1))
+            if record is None:
+                record = {
+                    "id": row["id"],
+                    "gold_retrieved": any(h.title in row["gold"] for h in hits),
+                    "both_gold": row["gold"] <= {h.title for h in hits},
+                    "answer_in_hits": answer_in(row["answer"], hits),
+                    "coverage": coverage(row["question"], hits, top=TOP),
+                }
+            record["yes_no"] = normalize_answer(row["answer"]) in {"yes", "no"}
             started = time.monotonic()
-            verdict = await verify_hits(
-                chat, row["question"], hits, meter, VerificationRule(kind="llm"), TOP
-            )
-            record = {
-                "id": row["id"],
-                "gold_retrieved": any(h.title in row["gold"] for h in hits),
-                "both_gold": row["gold"] <= {h.title for h in hits},
-                "answer_in_hits": answer_in(row["answer"], hits),
-                "coverage": coverage(row["question"], hits, top=TOP),
-                "llm_says": verdict.llm_says,
-                "seconds": round(time.monotonic() - started, 2),
-            }
+            if "llm_says" not in record:
+                record["llm_says"] = await _ask(chat, row["question"], hits, "llm")
+            if "grounded" not in record:
+                verdict = await verify_hits(
+                    chat,
+                    row["question"],
+                    hits,
+                    BudgetMeter(SearchBudget(max_llm_calls=1)),
+                    VerificationRule(kind="extract"),
+                    TOP,
+                )
+                record["grounded"] = bool(verdict.llm_says)
+                record["extracted"] = verdict.answer
+                record["extracted_correct"] = normalize_answer(verdict.answer or "") == (
+                    normalize_answer(row["answer"])
+                )
+            else:
+                continue
+            record["seconds"] = round(time.monotonic() - started, 2)
             done[row["id"]] = record
-            out.write(json.dumps(record) + "\n")
-            out.flush()
+            _save(args.cache, done)
             print(
-                f"[{number}/{len(rows)}] llm={verdict.llm_says} cov={record['coverage']:.2f} "
-                f"gold={record['gold_retrieved']}",
+                f"[{number}/{len(rows)}] judge={record['llm_says']} grounded="
+                f"{record['grounded']} ({record['extracted']!r}) cov={record['coverage']:.2f} "
+                f"answer_in_hits={record['answer_in_hits']}",
                 flush=True,
             )
     return [done[r["id"]] for r in rows if r["id"] in done]
 
 
-def report(records: list[dict[str, Any]]) -> dict[str, Any]:
-    labels = [r["gold_retrieved"] for r in records]
-    llm = [bool(r["llm_says"]) for r in records]
-    rules: dict[str, dict[str, float]] = {"llm": score(llm, labels)}
+async def _ask(chat: Any, question: str, hits: list, kind: str) -> bool | None:
+    meter = BudgetMeter(SearchBudget(max_llm_calls=1))
+    verdict = await verify_hits(chat, question, hits, meter, VerificationRule(kind=kind), TOP)
+    return verdict.llm_says
+
+
+def _save(path: Path, done: dict[str, dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+    tmp.replace(path)
+
+
+LABELS = {
+    "answer_in_hits": "the gold answer occurs in the top 5 (yes/no questions left out)",
+    "gold_retrieved": "a gold paragraph is in the top 5",
+    "both_gold": "both gold paragraphs are in the top 5",
+}
+
+
+def rule_predictions(records: list[dict[str, Any]]) -> dict[str, list[bool]]:
+    judge = [bool(r["llm_says"]) for r in records]
+    ground = [bool(r["grounded"]) for r in records]
+    rules: dict[str, list[bool]] = {"llm_judge": judge, "extract_grounded": ground}
     for bar in BARS:
         cov = [r["coverage"] >= bar for r in records]
-        rules[f"coverage>={bar}"] = score(cov, labels)
-        rules[f"llm_and_coverage>={bar}"] = score(
-            [a and b for a, b in zip(llm, cov, strict=True)], labels
-        )
+        rules[f"coverage>={bar}"] = cov
+        rules[f"judge_and_coverage>={bar}"] = [a and b for a, b in zip(judge, cov, strict=True)]
+        rules[f"grounded_and_coverage>={bar}"] = [a and b for a, b in zip(ground, cov, strict=True)]
+    return rules
+
+
+def report(records: list[dict[str, Any]]) -> dict[str, Any]:
+    tables: dict[str, Any] = {}
+    for label in LABELS:
+        rows = [r for r in records if label != "answer_in_hits" or not r["yes_no"]]
+        truth = [bool(r[label]) for r in rows]
+        tables[label] = {
+            "n": len(rows),
+            "positives": sum(truth),
+            "rules": {name: score(pred, truth) for name, pred in rule_predictions(rows).items()},
+        }
+    spans = [r for r in records if not r["yes_no"]]
     return {
         "n": len(records),
-        "positives": sum(labels),
-        "llm_yes_rate": round(sum(llm) / len(records), 3) if records else 0.0,
-        "rules": rules,
+        "llm_judge_yes_rate": round(sum(bool(r["llm_says"]) for r in records) / len(records), 3),
+        "grounded_rate": round(sum(bool(r["grounded"]) for r in records) / len(records), 3),
+        "extracted_exact": round(sum(r["extracted_correct"] for r in spans) / len(spans), 3),
+        "labels": tables,
     }
 
 
@@ -150,19 +199,28 @@ def main() -> None:
     summary = report(records)
     (args.out / "verification.json").write_text(json.dumps(summary, indent=2) + "\n")
     lines = [
-        "# Verification rules as predictors of 'a gold paragraph is in the BM25 top 5'",
+        "# Verification rules: which one predicts that a retrieval answers its query?",
         "",
-        f"{summary['n']} HotpotQA questions (raw question as query), {summary['positives']} "
-        f"positives; the local model said yes to {summary['llm_yes_rate']:.0%}.",
-        "",
-        "| rule | precision | recall | F1 | accuracy | says yes |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"{summary['n']} HotpotQA questions from dev_hard_300_a (open corpus, raw question as "
+        f"query, BM25 top 5, local 1.5B model). The model's yes/no judgement said yes to "
+        f"{summary['llm_judge_yes_rate']:.0%}; its extracted span was found in the passages for "
+        f"{summary['grounded_rate']:.0%} and equalled the gold answer for "
+        f"{summary['extracted_exact']:.0%} of the questions with a span answer.",
+        "Produced by `python -m evals.verification_study`.",
     ]
-    for name, s in summary["rules"].items():
-        lines.append(
-            f"| {name} | {s['precision']} | {s['recall']} | {s['f1']} | {s['accuracy']} | "
-            f"{s['says_yes']} |"
-        )
+    for label, table in summary["labels"].items():
+        lines += [
+            "",
+            f"## Label: {LABELS[label]} ({table['positives']} of {table['n']} positive)",
+            "",
+            "| rule | precision | recall | F1 | accuracy | says yes |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, sc in table["rules"].items():
+            lines.append(
+                f"| {name} | {sc['precision']} | {sc['recall']} | {sc['f1']} | "
+                f"{sc['accuracy']} | {sc['says_yes']} |"
+            )
     (args.out / "verification.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -171,7 +171,7 @@ def build_dense_graph():
     graph.add_node("finish", finish_refinement)
     graph.add_edge(START, "write")
     graph.add_edge("finish", END)
-    return graph.compile(name="dense_searcher")
+    return graph.compile(name="dense_searcher", checkpointer=False)  # never the planner's
 
 
 class DenseSearcher:

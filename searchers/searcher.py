@@ -75,6 +75,7 @@ class Verdict:
     llm_says: bool | None = None
     coverage: float | None = None  # share of the query's key terms found in the hits
     reason: str = ""
+    answer: str | None = None  # the span the model extracted, when the rule asks for one
 
 
 @dataclass

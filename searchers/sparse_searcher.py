@@ -290,7 +290,7 @@ def build_sparse_graph():
     graph.add_node("finish", finish_refinement)
     graph.add_edge(START, "rewrite")
     graph.add_edge("finish", END)
-    return graph.compile(name="sparse_searcher")
+    return graph.compile(name="sparse_searcher", checkpointer=False)  # never the planner's
 
 
 class SparseSearcher:

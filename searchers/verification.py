@@ -5,7 +5,13 @@ refinement loop at the first try. The cheap signal here is term coverage: the sh
 query's key terms (names, numbers, quoted phrases, rare content words) found in the hits. It
 costs no LLM call, so it also gates the LLM: when coverage is too low the retrieval is judged
 insufficient without asking. ``VerificationRule`` says how the two combine; the default was
-chosen by measurement (see evals/verification and the issue note).
+chosen by measurement (``evals/verification_study.py``, results in
+``evals/results/verification.md``).
+
+Two ways of asking the LLM are offered. ``llm`` asks for a yes/no judgement; the local model said
+no to every one of 120 questions, so it cannot stop anything. ``extract`` asks the model to copy
+the answer span out of the passages and accepts only a span that really occurs in them: a
+grounding check the model cannot talk its way past, and a candidate answer for the trace.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import prompts
 from searchers.passages import Hit, numbered_passages
@@ -102,34 +108,62 @@ def coverage(query: str, hits: Sequence[Hit], *, top: int = 5) -> float:
     return sum(1 for t in terms if _present(t, words, joined)) / len(terms)
 
 
-RuleKind = Literal["llm", "coverage", "llm_and_coverage"]
+RuleKind = Literal["llm", "coverage", "llm_and_coverage", "extract", "extract_and_coverage"]
+YES_NO = frozenset({"yes", "no"})
+NO_ANSWER = frozenset({"", "none", "unknown", "n a", "not found", "no answer", "not mentioned"})
+
+
+def normalize_answer(text: str) -> str:
+    """HotpotQA's normalisation: lowercase, no punctuation, no articles, single spaces."""
+    folded = re.sub(r"[^\w\s]", " ", fold(text))
+    return " ".join(w for w in folded.split() if w not in {"a", "an", "the"})
+
+
+def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
+    """Does the extracted span occur in the top hits? A yes/no reply counts as grounded (no span
+    can be checked for it); an empty or "unknown" reply never does."""
+    target = normalize_answer(answer)
+    if target in NO_ANSWER:
+        return False
+    if target in YES_NO:
+        return True
+    haystack = " ".join(normalize_answer(f"{h.title} {h.text}") for h in hits[:top])
+    return f" {target} " in f" {haystack} "
 
 
 @dataclass(frozen=True)
 class VerificationRule:
     """How the LLM's verdict and term coverage combine into "sufficient"."""
 
-    kind: RuleKind = "llm_and_coverage"
+    kind: RuleKind = "extract_and_coverage"
     min_coverage: float = 0.75
 
     @property
     def needs_llm(self) -> bool:
         return self.kind != "coverage"
 
+    @property
+    def extracts(self) -> bool:
+        return self.kind in ("extract", "extract_and_coverage")
+
     def gate(self, cov: float) -> bool:
         """May the LLM be asked at all? Below the coverage bar, the answer is already no."""
-        return self.kind == "llm" or cov >= self.min_coverage
+        return self.kind in ("llm", "extract") or cov >= self.min_coverage
 
     def decide(self, cov: float, llm_says: bool | None) -> bool:
         if self.kind == "coverage":
             return cov >= self.min_coverage
-        if self.kind == "llm":
+        if self.kind in ("llm", "extract"):
             return bool(llm_says)
         return cov >= self.min_coverage and bool(llm_says)
 
 
 class Judgement(BaseModel):
     answers_query: bool
+
+
+class Extraction(BaseModel):
+    answer: str = Field(description="the answer span copied from the passages, or empty")
 
 
 async def verify_hits(
@@ -150,13 +184,16 @@ async def verify_hits(
         return Verdict(sufficient=False, coverage=cov, reason="key terms missing from the hits")
     if not rule.needs_llm:
         return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
+    shown = numbered_passages(list(hits[:top]), max_chars=passage_chars)
+    if rule.extracts:
+        return await _extract_verdict(chat, query, hits, shown, cov, meter, rule, top)
     reply = await ask(
         chat,
         Judgement,
         prompts.render(
             "searcher_verify",
             query=query,
-            passages=numbered_passages(list(hits[:top]), max_chars=passage_chars),
+            passages=shown,
         ),
         meter=meter,
         step="searcher_verify",
@@ -167,4 +204,40 @@ async def verify_hits(
         llm_says=llm_says,
         coverage=cov,
         reason=reply.error or ("the model found the answer" if llm_says else "the model did not"),
+    )
+
+
+async def _extract_verdict(
+    chat: BaseChatModel,
+    query: str,
+    hits: Sequence[Hit],
+    shown: str,
+    cov: float,
+    meter: BudgetMeter,
+    rule: VerificationRule,
+    top: int,
+) -> Verdict:
+    reply = await ask(
+        chat,
+        Extraction,
+        prompts.render("searcher_extract", query=query, passages=shown),
+        meter=meter,
+        step="searcher_extract",
+    )
+    span = " ".join(reply.value.answer.split())[:200] if reply.value else ""
+    found = grounded(span, hits, top=top)
+    if reply.error:
+        reason = reply.error
+    elif found:
+        reason = f"answer found in the passages: {span!r}"
+    elif normalize_answer(span) in NO_ANSWER:
+        reason = "the model found no answer"
+    else:
+        reason = f"the model's answer {span!r} is not in the passages"
+    return Verdict(
+        sufficient=rule.decide(cov, found),
+        llm_says=found,
+        coverage=cov,
+        reason=reason,
+        answer=span or None,
     )

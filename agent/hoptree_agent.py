@@ -1,0 +1,258 @@
+"""The planner as a Python API: build it from settings, ``await agent.ask(question)``.
+
+One ``HoptreeAgent`` serves many questions (concurrently too): the chat model, the searchers and
+the compiled graphs are built once; each question gets its own usage tracker, budget meter and
+trace. Threads (follow-up questions that refer to earlier ones) live in a LangGraph checkpointer;
+without a thread id a question runs on the graph compiled without one and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from agent.planner_graph import AgentRunError, build_planner_graph, recursion_limit
+from agent.planner_state import PlannerRun, PlannerState, fresh_question
+from agent.question import clean_question
+from agent.results import AskResult, Citation, SubQueryReport, TraceEvent
+from agent.service import AgentError
+from agent.settings import BudgetSettings, PlannerSettings, Settings
+from agent.usage import UsageTracker
+from searchers.searcher import Searcher
+
+_DONE = object()
+
+
+class HoptreeAgent:
+    """Satisfies ``agent.service.AgentLike``."""
+
+    def __init__(
+        self,
+        chat: BaseChatModel,
+        searchers: Mapping[str, Searcher],
+        *,
+        planner: PlannerSettings | None = None,
+        budgets: BudgetSettings | None = None,
+        llm_timeout_s: float = 120.0,
+        max_question_chars: int = 2000,
+        model_label: str = "hoptree",
+        checkpointer: Any = None,
+    ) -> None:
+        if not searchers:
+            raise AgentError("the planner needs at least one searcher")
+        self.chat = chat
+        self.searchers = dict(searchers)
+        self.planner = planner or PlannerSettings()
+        self.budgets = budgets or BudgetSettings()
+        self.llm_timeout_s = llm_timeout_s
+        self.max_question_chars = max_question_chars
+        self.model_label = model_label
+        self.checkpointer = checkpointer
+        self._graph = build_planner_graph()
+        self._threaded = build_planner_graph(checkpointer) if checkpointer is not None else None
+
+    @property
+    def searcher_names(self) -> list[str]:
+        return list(self.searchers)
+
+    # ------------------------------------------------------------------ runs
+
+    async def ask(
+        self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
+    ) -> AskResult:
+        async for item in self.run(question, thread_id=thread_id, deadline_s=deadline_s):
+            if isinstance(item, AskResult):
+                return item
+            if item.kind == "error" and item.data.get("fatal"):
+                raise AgentError(item.data["error"])
+        raise AgentError("the run ended without a result")  # pragma: no cover
+
+    async def stream(
+        self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
+    ) -> AsyncIterator[TraceEvent]:
+        """Trace events as they happen, then ``result`` (data: the result's JSON) or a fatal
+        ``error``. Closing the iterator early cancels the run."""
+        async for item in self.run(question, thread_id=thread_id, deadline_s=deadline_s):
+            if isinstance(item, AskResult):
+                yield TraceEvent(kind="result", data=item.to_json(with_trace=False))
+            else:
+                yield item
+
+    async def run(
+        self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
+    ) -> AsyncIterator[TraceEvent | AskResult]:
+        """Trace events, then the ``AskResult`` itself (or a fatal ``error`` event): for
+        in-process callers that want both the live trace and the typed result."""
+        text = clean_question(question, max_chars=self.max_question_chars)
+        deadline = min(deadline_s or self.budgets.deadline_s, self.budgets.deadline_s)
+        tracker = UsageTracker()
+        run = PlannerRun(
+            chat=self.chat,
+            searchers=self.searchers,
+            planner=self.planner,
+            budgets=self.budgets,
+            tracker=tracker,
+            llm_timeout_s=self.llm_timeout_s,
+            deadline_s=deadline,
+        )
+        graph = self._graph
+        config: dict[str, Any] = {
+            "recursion_limit": recursion_limit(self.budgets.max_rounds),
+            "callbacks": [tracker],
+        }
+        if thread_id is not None:
+            if self._threaded is None:
+                raise AgentError("this agent keeps no threads (no checkpointer configured)")
+            graph = self._threaded
+            config["configurable"] = {"thread_id": thread_id}
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        started = time.monotonic()
+
+        async def drive() -> PlannerState:
+            final: dict[str, Any] = {}
+            async for mode, chunk in graph.astream(
+                fresh_question(text, thread_id),
+                config=config,
+                context=run,
+                stream_mode=["custom", "values"],
+            ):
+                if mode == "custom" and isinstance(chunk, dict) and "hoptree_event" in chunk:
+                    await queue.put(chunk["hoptree_event"])
+                elif mode == "values":
+                    final = chunk
+            return final  # type: ignore[return-value]
+
+        async def guarded() -> None:
+            try:
+                # The nodes stop themselves at the deadline; this is the backstop for a step
+                # that hangs anyway (the answer step gets its LLM timeout on top).
+                async with asyncio.timeout(deadline + self.llm_timeout_s + 30):
+                    state = await drive()
+                await queue.put(("state", state))
+            except AgentRunError as exc:
+                await queue.put(("fatal", str(exc)))
+            except TimeoutError:
+                await queue.put(("fatal", f"the question ran past its {deadline:.0f}s deadline"))
+            except Exception as exc:
+                await queue.put(("fatal", f"{type(exc).__name__}: {str(exc)[:500]}"))
+            finally:
+                await queue.put(_DONE)
+
+        task = asyncio.create_task(guarded())
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, TraceEvent):
+                    yield item
+                elif item[0] == "fatal":
+                    event = TraceEvent(kind="error", data={"error": item[1], "fatal": True})
+                    run.events.append(event)
+                    yield event
+                else:
+                    yield self._result(text, item[1], run, time.monotonic() - started)
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def _result(
+        self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
+    ) -> AskResult:
+        total = run.tracker.total()
+        reports = []
+        for qid, sub in (state.get("sub_queries") or {}).items():
+            summary = (state.get("summaries") or {}).get(qid, {})
+            reports.append(
+                SubQueryReport(
+                    id=qid,
+                    query=sub["query"],
+                    round=sub["round"],
+                    origin=sub["origin"],  # type: ignore[arg-type]
+                    searches=[
+                        r
+                        for key, r in (state.get("searches") or {}).items()
+                        if key.split("|", 1)[0] == qid
+                    ],
+                    passage_ids=list((state.get("fused") or {}).get(qid, [])),
+                    summary=summary.get("summary", ""),
+                    summary_sources=list(summary.get("sources", [])),
+                    answered=bool(summary.get("answered")),
+                    summary_skipped=bool(summary.get("skipped")),
+                )
+            )
+        return AskResult(
+            question=question,
+            answer=state.get("answer", ""),
+            short_answer=state.get("short_answer", ""),
+            citations=[Citation(**c) for c in state.get("citations", [])],
+            sub_queries=reports,
+            verdicts=list(state.get("verdicts", [])),
+            stopped=state.get("stopped", ""),
+            llm_calls=run.budget_meter.llm_calls,
+            prompt_tokens=total.prompt_tokens,
+            completion_tokens=total.completion_tokens,
+            seconds=seconds,
+            thread_id=state.get("thread_id"),
+            trace=list(run.events),
+            errors=list(state.get("errors", [])),
+        )
+
+
+def new_thread_id() -> str:
+    return uuid.uuid4().hex
+
+
+@contextlib.asynccontextmanager
+async def open_agent(
+    settings: Settings,
+    index_dir: Path,
+    *,
+    searchers: list[str] | None = None,
+    threads: bool = False,
+    progress: Any = None,
+) -> AsyncIterator[HoptreeAgent]:
+    """The composition root for the planner: models, searchers over ``index_dir``, and (with
+    ``threads``) the SQLite checkpointer; everything is closed on exit."""
+    from agent.runtime import Runtime
+    from agent.searching import searcher_context
+    from searchers.registry import default_registry
+
+    registry = default_registry()
+    names = searchers or list(settings.planner.searchers)
+    specs = [registry.get(name) for name in names]  # unknown names fail before any model starts
+    needs = sorted({r for spec in specs for r in spec.requires})
+    runtime = Runtime(settings, progress=progress)
+    try:
+        context = searcher_context(runtime, index_dir, needs)
+        built = {name: registry.create(name, context) for name in names}
+        async with contextlib.AsyncExitStack() as stack:
+            checkpointer = None
+            if threads:
+                from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+                settings.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+                checkpointer = await stack.enter_async_context(
+                    AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path))
+                )
+            yield HoptreeAgent(
+                runtime.chat.model,
+                built,
+                planner=settings.planner,
+                budgets=settings.budgets,
+                llm_timeout_s=settings.llm.timeout_s,
+                max_question_chars=settings.server.max_question_chars,
+                model_label=f"hoptree ({runtime.chat.label})",
+                checkpointer=checkpointer,
+            )
+    finally:
+        runtime.close()

@@ -1,0 +1,115 @@
+"""What the planner hands back: the answer, its citations, the plan tree and the trace events.
+
+These records are the contract between the planner graph, the Python API, the CLI, the HTTP API
+and the trace page. They are plain dataclasses with ``to_json``: stable field names, nothing that
+needs the graph to be read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+EventKind = Literal[
+    "started",  # the question was accepted
+    "decompose",  # atomic queries planned
+    "search",  # one searcher finished one atomic query (its refinements included)
+    "summarize",  # one atomic query answered from its fused passages
+    "verify",  # the summaries were judged
+    "supplement",  # follow-up atomic queries planned
+    "answer",  # the final answer was written
+    "error",  # something failed; the run may go on degraded
+    "result",  # the final result (streams end with it)
+]
+
+
+@dataclass
+class TraceEvent:
+    """One step of a run, as streamed to clients and kept in the result."""
+
+    kind: EventKind
+    data: dict[str, Any] = field(default_factory=dict)
+    round: int = 0
+    ms: float = 0.0
+    at: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "round": self.round,
+            "ms": round(self.ms, 1),
+            "at": round(self.at, 3),
+            "data": self.data,
+        }
+
+
+@dataclass
+class Citation:
+    """Source [n] of the cited answer."""
+
+    n: int
+    id: str
+    title: str
+    text: str
+    url: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SubQueryReport:
+    """One atomic query of the plan: who searched it, what they found, what it answered."""
+
+    id: str
+    query: str
+    round: int
+    origin: Literal["decompose", "supplement"]
+    searches: list[dict[str, Any]] = field(default_factory=list)  # SearchResult.to_json()
+    passage_ids: list[str] = field(default_factory=list)  # fused, deduplicated
+    summary: str = ""
+    summary_sources: list[str] = field(default_factory=list)  # passage ids the summary used
+    answered: bool = False
+    summary_skipped: bool = False  # the searchers agreed on a grounded answer: no LLM call
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AskResult:
+    question: str
+    answer: str  # the cited long answer, with [n] marks
+    short_answer: str  # what EM/F1 score
+    citations: list[Citation]
+    sub_queries: list[SubQueryReport]
+    verdicts: list[dict[str, Any]]  # one per round: sufficient?, why, what is missing
+    stopped: str  # "sufficient" | "max_rounds" | "budget_llm_calls" | "deadline" | "no_new_queries"
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    thread_id: str | None = None
+    trace: list[TraceEvent] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
+        data = {
+            "question": self.question,
+            "answer": self.answer,
+            "short_answer": self.short_answer,
+            "citations": [c.to_json() for c in self.citations],
+            "sub_queries": [q.to_json() for q in self.sub_queries],
+            "verdicts": self.verdicts,
+            "stopped": self.stopped,
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 2),
+            "thread_id": self.thread_id,
+            "errors": self.errors,
+        }
+        if with_trace:
+            data["trace"] = [e.to_json() for e in self.trace]
+        return data

@@ -1,0 +1,76 @@
+"""A scripted chat model that picks its reply by which prompt it was sent, not by call order.
+
+The planner runs searches and summaries in parallel, so the order of calls is not fixed; routing
+by the prompt's kind keeps control-flow tests deterministic. It is not a language model: each
+route returns what the test scripted (a string, or a function of the messages), and every call is
+recorded with its route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from tests.scripted_chat import ScriptedChatModel
+
+# a phrase of each prompt's system text -> route name
+ROUTES = {
+    "Break the user's question": "decompose",
+    "Answer the search query using only": "summarize",
+    "You check whether the findings": "verify",
+    "Propose new search queries": "supplement",
+    "Answer the question from the evidence": "answer",
+    "You read search results": "extract",
+    "You judge search results": "judge",
+    "You write keyword queries": "rewrite",
+    "encyclopedia-style passage": "hyde",
+}
+
+Route = str | Callable[[list[BaseMessage]], str]
+
+
+def route_of(messages: list[BaseMessage]) -> str:
+    system = str(messages[0].content) if messages else ""
+    for phrase, name in ROUTES.items():
+        if phrase in system:
+            return name
+    raise AssertionError(f"no route for prompt: {system[:80]!r}")
+
+
+class RoutedChatModel(ScriptedChatModel):
+    routes: dict[str, Route] = Field(default_factory=dict)
+    seen: list[tuple[str, str]] = Field(default_factory=list)  # (route, user message)
+    fail: set[str] = Field(default_factory=set)  # routes that raise, like a dead endpoint
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: Sequence[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        name = route_of(messages)
+        self.seen.append((name, str(messages[-1].content)))
+        if name in self.fail:
+            raise ConnectionError(f"scripted failure of the {name} call")
+        if name not in self.routes:
+            raise AssertionError(f"the test scripted no reply for {name!r}")
+        reply = self.routes[name]
+        text = reply(messages) if callable(reply) else reply
+        message = AIMessage(
+            content=text,
+            usage_metadata={
+                "input_tokens": self.prompt_tokens,
+                "output_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            },
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def count(self, route: str) -> int:
+        return sum(1 for name, _ in self.seen if name == route)
