@@ -10,9 +10,11 @@ from typing import Any
 from agent.es_wiring import es_enabled, es_retrievers
 from agent.indexing import canonical_model_name
 from agent.runtime import Runtime
+from agent.settings import Settings
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.searcher import SearchBudget, Searcher
+from searchers.verification import VerificationRule
 
 
 def search_budget(runtime: Runtime) -> SearchBudget:
@@ -50,8 +52,23 @@ def searcher_context(
         embeddings=runtime.embeddings,
         retrievers=retrievers,
         budget=search_budget(runtime),
-        options={"web": runtime.settings.web.options()},
+        options=searcher_options(runtime.settings),
     )
+
+
+def searcher_options(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Per-searcher options from settings, in the shape each built-in's config takes."""
+    cfg = settings.searchers
+    rule = VerificationRule(kind=cfg.verify_rule, min_coverage=cfg.verify_min_coverage)
+    return {
+        "sparse": {
+            "max_depth": cfg.sparse_max_depth,
+            "max_refinements": cfg.sparse_max_refinements,
+            "rule": rule,
+        },
+        "dense": {"max_rewrites": cfg.dense_max_rewrites, "rule": rule},
+        "web": settings.web.options(),
+    }
 
 
 def create_searcher(

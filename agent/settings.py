@@ -28,6 +28,7 @@ CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 DEFAULT_CONFIG_FILE = "hoptree.toml"
 
 LocalModelName = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
+VerifyRuleName = Literal["coverage", "llm", "llm_and_coverage", "extract", "extract_and_coverage"]
 
 # Which TOML file the next Settings() reads; set by load_settings(config_file=...).
 _config_file: ContextVar[Path | None] = ContextVar("hoptree_config_file", default=None)
@@ -87,6 +88,18 @@ class BudgetSettings(BaseModel):
     deadline_s: float = Field(900.0, gt=0)
     searcher_max_llm_calls: int = Field(30, ge=1, le=1000)
     searcher_deadline_s: float = Field(300.0, gt=0)
+
+
+class SearcherSettings(BaseModel):
+    """The low-level searchers' loops and their stop rule (see searchers/verification.py)."""
+
+    model_config = {"extra": "forbid"}
+
+    sparse_max_depth: int = Field(3, ge=0, le=6, description="feedback levels (LevelRAG: 3)")
+    sparse_max_refinements: int = Field(27, ge=0, le=500, description="LevelRAG: 27")
+    dense_max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents at most")
+    verify_rule: VerifyRuleName = Field("coverage", description="when a retrieval suffices")
+    verify_min_coverage: float = Field(0.6, ge=0.0, le=1.0)
 
 
 class PlannerSettings(BaseModel):
@@ -234,6 +247,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
     planner: PlannerSettings = Field(default_factory=PlannerSettings)
+    searchers: SearcherSettings = Field(default_factory=SearcherSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
 
     @field_validator("data_dir", "index_dir", mode="after")

@@ -135,8 +135,8 @@ def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
 class VerificationRule:
     """How the LLM's verdict and term coverage combine into "sufficient"."""
 
-    kind: RuleKind = "extract_and_coverage"
-    min_coverage: float = 0.75
+    kind: RuleKind = "coverage"
+    min_coverage: float = 0.6
 
     @property
     def needs_llm(self) -> bool:

@@ -113,3 +113,22 @@ def test_unknown_web_provider_is_refused(
     monkeypatch.setenv("HOPTREE_WEB__PROVIDERS", "searxng,altavista")
     with pytest.raises(SettingsError, match=r"web\.providers"):
         load_settings()
+
+
+def test_searcher_settings_reach_the_built_searchers(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.searching import searcher_options
+    from searchers.sparse_searcher import SparseSearcherConfig
+
+    monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH", "1")
+    monkeypatch.setenv("HOPTREE_SEARCHERS__VERIFY_RULE", "extract_and_coverage")
+    monkeypatch.setenv("HOPTREE_PLANNER__SEARCHERS", "sparse,tree")
+    loaded = load_settings()
+    assert loaded.planner.searchers == ["sparse", "tree"]
+    config = SparseSearcherConfig(**searcher_options(loaded)["sparse"])
+    assert config.max_depth == 1 and config.max_refinements == 27
+    assert config.rule.kind == "extract_and_coverage" and config.rule.min_coverage == 0.6
+    monkeypatch.setenv("HOPTREE_SEARCHERS__VERIFY_RULE", "maybe")
+    with pytest.raises(SettingsError, match=r"searchers\.verify_rule"):
+        load_settings()

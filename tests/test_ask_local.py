@@ -1,0 +1,58 @@
+"""One question end to end, as a user runs it: `hoptree index build` then `hoptree ask --json`,
+in a subprocess, with the real local model, real tantivy, FAISS and embeddings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "passages.jsonl"
+HOPTREE = [sys.executable, "-m", "agent.cli"]
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    return subprocess.run(
+        [*HOPTREE, *args],
+        env={**clean, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.llm
+def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None:
+    env = {
+        "HOPTREE_DATA_DIR": str(tmp_path / "data"),
+        "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
+        "HOPTREE_BUDGETS__MAX_ROUNDS": "2",
+        "HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH": "1",
+        "HOPTREE_SEARCHERS__DENSE_MAX_REWRITES": "1",
+    }
+    built = run(["index", "build", str(DATA), "--index", str(tmp_path / "idx")], env, tmp_path)
+    assert built.returncode == 0, built.stderr
+    question = "Which river flows through the city where the Eiffel Tower stands?"
+    proc = run(["ask", "--index", str(tmp_path / "idx"), "--json", question], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    for key in ("answer", "short_answer", "citations", "sub_queries", "llm_calls"):
+        assert key in result, key
+    assert result["short_answer"].strip()
+    assert result["sub_queries"] and all(q["query"] for q in result["sub_queries"])
+    searched = {s["searcher"] for q in result["sub_queries"] for s in q["searches"]}
+    assert searched == {"sparse", "dense"}
+    ids = {json.loads(line)["id"] for line in DATA.read_text().splitlines() if line.strip()}
+    assert result["citations"] and {c["id"] for c in result["citations"]} <= ids
+    assert 3 <= result["llm_calls"] <= 80
+    assert result["prompt_tokens"] > 0
+    # the two passages that answer it reach the evidence: Paris (the tower) and the Seine
+    fused = {pid for q in result["sub_queries"] for pid in q["passage_ids"]}
+    assert {"paris", "seine"} <= fused
