@@ -138,6 +138,31 @@ def _conversation(history: list[dict[str, str]]) -> str:
 # --------------------------------------------------------------------------- nodes
 
 
+async def _plan(
+    runtime: Runtime[PlannerRun], state: PlannerState, limit: int
+) -> tuple[list[str], list[str]]:
+    """The decomposition call: (queries, errors); a failure falls back to the question."""
+    run = runtime.context
+    try:
+        reply = await ask(
+            run.chat,
+            QueryPlan,
+            prompts.render(
+                "decompose",
+                question=state["question"],
+                max_queries=limit,
+                conversation=_conversation(state.get("history", [])),
+            ),
+            meter=run.budget_meter,
+            step="decompose",
+        )
+    except BudgetExceeded as exc:
+        return [], [f"decompose skipped: {exc.reason}"]
+    if reply.value:
+        return reply.value.queries, []
+    return [], [f"decompose: {reply.error}; searching the question as is"]
+
+
 async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> Command[Any]:
     run = runtime.context
     started = time.monotonic()
@@ -156,25 +181,8 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> Comman
     limit = min(MAX_QUERIES_PER_CALL, run.budgets.max_sub_queries)
     errors: list[str] = []
     raw: list[str] = []
-    try:
-        reply = await ask(
-            run.chat,
-            QueryPlan,
-            prompts.render(
-                "decompose",
-                question=question,
-                max_queries=limit,
-                conversation=_conversation(state.get("history", [])),
-            ),
-            meter=run.budget_meter,
-            step="decompose",
-        )
-        if reply.value:
-            raw = reply.value.queries
-        else:
-            errors.append(f"decompose: {reply.error}; searching the question as is")
-    except BudgetExceeded as exc:
-        errors.append(f"decompose skipped: {exc.reason}")
+    if run.planner.decompose:
+        raw, errors = await _plan(runtime, state, limit)
     pairs = _clean_queries(raw, set(), limit) or _clean_queries([question], set(), 1)
     new = _new_sub_queries(pairs, 0, 1, "decompose")
     emit(
@@ -313,6 +321,15 @@ async def _summarize_one(
             "answered": True,
             "skipped": True,
         }
+    elif not cfg.summarize:  # ablation: the answer step reads the fused passages themselves
+        summary = {
+            "id": sub["id"],
+            "query": sub["query"],
+            "summary": "",
+            "sources": [h.id for h in hits[: cfg.summary_passages]],
+            "answered": bool(hits),
+            "skipped": True,
+        }
     elif not hits:
         summary = {
             "id": sub["id"],
@@ -411,7 +428,9 @@ async def verify(
     ]
     verdict: dict[str, Any] = {"round": rnd, "llm_says": None}
     errors: list[str] = []
-    if unanswered:
+    if not run.planner.supplement:  # ablation: one round; there is nothing to decide
+        verdict.update(sufficient=False, missing="", reason="supplement disabled")
+    elif unanswered:
         # Known insufficient: no need to ask the model (it would say yes anyway).
         verdict.update(sufficient=False, missing="; ".join(unanswered), reason="unanswered")
     else:
@@ -438,6 +457,8 @@ async def verify(
     stopped = ""
     if verdict["sufficient"]:
         stopped = "sufficient"
+    elif not run.planner.supplement:
+        stopped = "no_supplement"
     elif rnd >= run.budgets.max_rounds:
         stopped = "max_rounds"
     elif run.budget_meter.llm_calls >= run.budgets.max_llm_calls:
@@ -531,7 +552,8 @@ def _evidence(state: PlannerState, sources: list[dict[str, Any]], chars: int) ->
         if not summary:
             continue
         marks = "".join(f"[{number[p]}]" for p in summary["sources"] if p in number)
-        lines.append(f"- {sub['query']}: {summary['summary']} {marks}".rstrip())
+        said = summary["summary"] or "see sources"  # empty when summaries are ablated
+        lines.append(f"- {sub['query']}: {said} {marks}".rstrip())
     lines.append("\nSources:")
     for n, source in enumerate(sources, start=1):
         text = " ".join(source["text"].split())

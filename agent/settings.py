@@ -119,6 +119,10 @@ class PlannerSettings(BaseModel):
     skip_agreed_summaries: bool = Field(
         True, description="no summary call when searchers agree on a grounded answer"
     )
+    # LevelRAG's ablations (its table 2): each step can be switched off.
+    decompose: bool = Field(True, description="False: the question is the only atomic query")
+    summarize: bool = Field(True, description="False: the answer reads the fused passages")
+    supplement: bool = Field(True, description="False: one round, no follow-up queries")
 
     @field_validator("searchers", mode="before")
     @classmethod

@@ -356,3 +356,47 @@ async def test_a_thread_remembers_the_previous_question(index, tmp_path: Path) -
     # per-question state starts clean on the same thread
     assert [q.id for q in second.sub_queries] == [q.id for q in first.sub_queries]
     assert second.thread_id == "t1" and other.thread_id == "t2"
+
+
+def ablated(chat, index, **switches) -> HoptreeAgent:
+    return HoptreeAgent(
+        chat,
+        {"keywords": KeywordSearcher(index)},
+        planner=PlannerSettings(**switches),
+        budgets=BudgetSettings(),
+        llm_timeout_s=5,
+    )
+
+
+async def test_no_decompose_searches_the_question_itself(index) -> None:
+    chat = two_hop_chat()
+    result = await ablated(chat, index, decompose=False).ask("Where does the Seine flow?")
+    assert chat.count("decompose") == 0
+    assert result.sub_queries[0].query == "Where does the Seine flow?"
+
+
+async def test_no_supplement_stops_after_one_round(index) -> None:
+    chat = two_hop_chat()
+    result = await ablated(chat, index, supplement=False).ask(
+        "Which river flows through the city where the Eiffel Tower stands?"
+    )
+    assert chat.count("supplement") == 0 and chat.count("verify") == 0
+    assert result.stopped == "no_supplement" and len(result.sub_queries) == 2
+
+
+async def test_no_summarize_hands_the_fused_passages_to_the_answer(index) -> None:
+    chat = two_hop_chat()
+    result = await ablated(chat, index, summarize=False, supplement=False).ask(
+        "Which river flows through the city where the Eiffel Tower stands?"
+    )
+    assert chat.count("summarize") == 0
+    assert all(q.summary_skipped and q.summary_sources for q in result.sub_queries)
+    (answer_prompt,) = [text for route, text in chat.seen if route == "answer"]
+    titles = {
+        json.loads(line)["id"]: json.loads(line)["title"]
+        for line in DATA.read_text().split("\n")
+        if line.strip()
+    }
+    for sub in result.sub_queries:  # each query's best passage is shown to the answer step
+        assert f"{titles[sub.summary_sources[0]]}:" in answer_prompt
+    assert "- city where the Eiffel Tower stands: see sources [1]" in answer_prompt
