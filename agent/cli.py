@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -256,16 +258,27 @@ def retrieve(
         raise _usage_error(str(exc)) from exc
 
 
+@asynccontextmanager
+async def _open_served_agent(index: Path) -> AsyncIterator[Any]:
+    """The planner over ``index`` with conversation threads, for ``hoptree serve``."""
+    from agent.hoptree_agent import open_agent
+
+    async with open_agent(settings_or_exit(), index, threads=True) as agent:
+        yield agent
+
+
 def _mount_subcommands() -> None:
     """Command groups that live in their own modules (imported here, at the end, because they
     reuse ``settings_or_exit`` from this one)."""
     from agent.cli_ask import ask_command, demo_command
     from agent.cli_search import search_command
+    from agent.cli_serve import add_serve_command
     from agent.cli_tree import tree_app
 
     app.command("search")(search_command)
     app.command("ask")(ask_command)
     app.command("demo")(demo_command)
+    add_serve_command(app, _open_served_agent)
     app.add_typer(tree_app, name="tree")
 
 

@@ -1,6 +1,6 @@
 """The Python API: an agent built from settings over an index directory.
 
-    async with await HoptreeAgent.open(settings, index_dir) as agent:
+    async with open_agent(settings, index_dir, threads=True) as agent:
         result = await agent.ask("Which city hosted the first gig of ...?")
         async for event in agent.stream("...", thread_id="t1"):
             ...  # TraceEvent(kind="decompose" | "search" | ... | "result")

@@ -1,0 +1,920 @@
+"""The HTTP agent API and the live trace page (``hoptree serve``).
+
+    app = create_app(agent, settings.server)       # any AgentLike: the planner or a test double
+    await serve(agent, settings.server)            # refuses a public bind without an API key
+
+Endpoints (all errors are ``{"error": {"message", "type"}}``, OpenAI's shape, so OpenAI clients
+show them as they are):
+
+- ``POST /v1/ask`` ``{"question", "thread_id"}`` -> ``AskResult.to_json()``.
+- ``POST /v1/ask/stream`` -> server-sent events, one per ``TraceEvent`` (event name = kind, data =
+  ``to_json()``), ending with ``result`` or with an ``error`` whose data has ``fatal: true``.
+- ``POST /v1/chat/completions``: OpenAI-compatible, streaming or not. The question is the last user
+  message. The thread is the ``X-Hoptree-Thread`` header, else the request's ``user`` field. Without
+  either, every request stands alone: earlier turns are *not* sent to the planner, because pasting
+  a transcript into the question would break decomposition and the question-length limit; clients
+  that want follow-ups name a thread and the planner's checkpointer keeps the conversation.
+- ``GET /v1/models``, ``GET /v1/searchers``, ``GET /healthz``, ``GET /docs``, ``GET /`` (the page).
+
+Limits are enforced here, not in the planner, so one misbehaving client cannot take the machine:
+request bodies over ``max_body_bytes`` get 413 (Content-Length and the bytes actually received);
+more than ``max_concurrency`` runs at once (streams included) get 429 with ``Retry-After`` rather
+than a queue nobody can see; every run gets ``request_deadline_s`` as its own deadline and a hard
+timeout a little later (504 / fatal error event); a client that goes away cancels its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import math
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import uvicorn
+from fastapi import APIRouter, Depends, FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent.question import QuestionError, clean_question
+from agent.results import AskResult, Citation, TraceEvent
+from agent.service import AgentError, AgentLike
+from agent.settings import ServerSettings
+
+log = logging.getLogger("hoptree.http")
+
+MODEL_ID = "hoptree"
+WEB_DIR = Path(__file__).parent / "web"
+# The only files the page needs; a fixed map, so no request path ever reaches the file system.
+WEB_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+SSE_PING_S = 15.0  # keeps proxies and clients' read timeouts from dropping a quiet run
+# A client that stops reading but keeps its socket open would otherwise block the stream (and hold
+# its run slot) forever: a send that waits this long ends the response and cancels the run.
+SSE_SEND_TIMEOUT_S = 30.0
+BODY_READ_TIMEOUT_S = 30.0  # a client trickling its body must not hold a connection forever
+RETRY_AFTER_MAX_S = 60  # OpenAI clients only honour Retry-After up to 60 s
+# Module level: FastAPI resolves the (string) annotations of endpoints in the module's globals.
+BEARER = HTTPBearer(auto_error=False, description="the server's api_key")
+THREAD_ID_RE = re.compile(r"^[\w.:@/+=\-]{1,200}$")
+
+
+class ServeRefused(RuntimeError):
+    """``serve`` will not expose an unauthenticated agent beyond this machine."""
+
+
+class ApiError(Exception):
+    """An error answer: status, OpenAI-style type, and headers (``Retry-After``, ...)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str,
+        *,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_
+        self.headers = headers or {}
+        self.code = code
+
+
+def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"message": message, "type": type_}
+    if code:
+        error["code"] = code
+    return {"error": error}
+
+
+def error_response(
+    status: int,
+    message: str,
+    type_: str,
+    *,
+    headers: dict[str, str] | None = None,
+    code: str | None = None,
+) -> JSONResponse:
+    return JSONResponse(error_body(message, type_, code), status_code=status, headers=headers)
+
+
+# Errors a retry cannot fix quickly: OpenAI clients retry 5xx twice unless told not to, and
+# retrying a run that hit its deadline or a dead chat endpoint only burns another deadline.
+NO_RETRY = {"x-should-retry": "false"}
+
+
+def deadline_grace_s(deadline_s: float) -> float:
+    """How long after its own deadline a run may take before it is cut off.
+
+    The planner answers from what it has when its deadline passes; the grace lets that last
+    answer step finish instead of discarding the work with a 504.
+    """
+    return min(30.0, max(0.5, 0.05 * deadline_s))
+
+
+# --------------------------------------------------------------------------- limits
+
+
+class BodyLimitMiddleware:
+    """413 for request bodies over the limit, by Content-Length and by the bytes received.
+
+    It buffers the (small, bounded) body and replays it to the app, so a chunked upload with no
+    Content-Length is cut off after ``max_bytes + 1`` bytes instead of being read to the end.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        too_large = error_response(
+            413,
+            f"the request body is larger than the limit of {self.max_bytes} bytes",
+            "invalid_request_error",
+            code="request_too_large",
+        )
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await error_response(400, "bad Content-Length", "invalid_request_error")(
+                    scope, receive, send
+                )
+                return
+            if int(declared) > self.max_bytes:
+                await too_large(scope, receive, send)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+                more = True
+                while more:  # ends: last chunk, the size limit, a disconnect or the timeout
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    body = message.get("body", b"")
+                    size += len(body)
+                    if size > self.max_bytes:
+                        await too_large(scope, receive, send)
+                        return
+                    chunks.append(body)
+                    more = bool(message.get("more_body", False))
+        except TimeoutError:
+            await error_response(408, "the request body arrived too slowly", "timeout_error")(
+                scope, receive, send
+            )
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()  # after the body: only http.disconnect is left to come
+
+        await self.app(scope, replay, send)
+
+
+class RunSlot:
+    """One of the ``max_concurrency`` run slots; ``release`` is idempotent."""
+
+    def __init__(self, slots: RunSlots, token: int) -> None:
+        self._slots = slots
+        self._token = token
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._slots._release(self._token)
+
+
+class RunSlots:
+    """Counts runs in flight; refuses (never queues) beyond the limit.
+
+    Everything runs on one event loop and nothing awaits between the check and the take, so a
+    plain counter is race-free. Run durations feed an estimate for ``Retry-After``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._started: dict[int, float] = {}
+        self._next = 0
+        self._mean_s: float | None = None
+
+    @property
+    def running(self) -> int:
+        return len(self._started)
+
+    def try_acquire(self) -> RunSlot | None:
+        if len(self._started) >= self.limit:
+            return None
+        self._next += 1
+        self._started[self._next] = time.monotonic()
+        return RunSlot(self, self._next)
+
+    def _release(self, token: int) -> None:
+        started = self._started.pop(token, None)
+        if started is not None:
+            took = time.monotonic() - started
+            self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
+
+    def retry_after_s(self) -> int:
+        """Seconds until the oldest run should be done, from the mean run time (1..60)."""
+        if not self._started or self._mean_s is None:
+            return 5
+        now = time.monotonic()
+        oldest = min(self._started.values())
+        left = self._mean_s - (now - oldest)
+        return int(min(RETRY_AFTER_MAX_S, max(1, math.ceil(left))))
+
+    def acquire_or_429(self) -> RunSlot:
+        slot = self.try_acquire()
+        if slot is None:
+            raise ApiError(
+                429,
+                f"{self.limit} run(s) already in progress, the server's limit; retry later",
+                "rate_limit_error",
+                headers={"Retry-After": str(self.retry_after_s())},
+                code="too_many_runs",
+            )
+        return slot
+
+
+class SlotEventSourceResponse(EventSourceResponse):
+    """An SSE response that frees its run slot however the response ends.
+
+    The generator's own ``finally`` is not enough: if the client leaves before the first event,
+    the generator is never started and its ``finally`` never runs.
+    """
+
+    def __init__(self, content: AsyncIterator[Any], *, slot: RunSlot, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()  # closes the agent's stream if it was never reached or left open
+            self._slot.release()
+
+
+# --------------------------------------------------------------------------- request models
+
+
+class AskBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="the multi-hop question")
+    thread_id: str | None = Field(None, description="conversation thread for follow-ups")
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The part of OpenAI's chat request hoptree reads; other fields are accepted and ignored
+    (sampling parameters belong to the planner's own models, not to the client)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = MODEL_ID
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    user: str | None = None
+
+
+def message_text(message: ChatMessage) -> str:
+    """A message's text: a string, or the text parts of a content list joined by newlines."""
+    content = message.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content:
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            raise ApiError(
+                422,
+                f"only text content is supported, got a {part.get('type')!r} part",
+                "invalid_request_error",
+            )
+    return "\n".join(texts)
+
+
+def check_thread_id(thread_id: str | None) -> str | None:
+    if thread_id is None or thread_id == "":
+        return None
+    if not THREAD_ID_RE.match(thread_id):
+        raise ApiError(
+            422,
+            "thread_id must be 1-200 characters of letters, digits and ._:@/+=-",
+            "invalid_request_error",
+        )
+    return thread_id
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def sources_block(result: AskResult) -> str:
+    if not result.citations:
+        return ""
+    lines = ["Sources:"]
+    for c in result.citations:
+        where = f" <{c.url}>" if c.url else f" ({c.id})"
+        lines.append(f"[{c.n}] {c.title or c.id}{where}")
+    return "\n".join(lines)
+
+
+def chat_content(result: AskResult) -> str:
+    """The cited answer, then a short "Sources:" list so [n] marks mean something in any UI."""
+    sources = sources_block(result)
+    return f"{result.answer}\n\n{sources}" if sources else result.answer
+
+
+def usage_json(result: AskResult) -> dict[str, int]:
+    return {
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+def hoptree_extra(result: AskResult) -> dict[str, Any]:
+    """Structured extras on chat responses (OpenAI clients keep unknown fields)."""
+    return {
+        "short_answer": result.short_answer,
+        "citations": [c.to_json() for c in result.citations],
+        "stopped": result.stopped,
+        "llm_calls": result.llm_calls,
+        "thread_id": result.thread_id,
+        "errors": result.errors,
+    }
+
+
+def text_pieces(text: str, size: int = 80) -> list[str]:
+    """Split on whitespace into pieces of about ``size`` characters; joined they are ``text``."""
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):  # each pass moves ``start`` forward by at least one character
+        end = min(len(text), start + size)
+        if end < len(text):
+            space = text.rfind(" ", start + 1, end)
+            end = space + 1 if space > start else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def result_from_json(data: dict[str, Any]) -> AskResult:
+    """An ``AskResult`` back from the ``result`` event's data (what the chat stream needs)."""
+    return AskResult(
+        question=data.get("question", ""),
+        answer=data.get("answer", ""),
+        short_answer=data.get("short_answer", ""),
+        citations=[Citation(**c) for c in data.get("citations", [])],
+        sub_queries=[],
+        verdicts=data.get("verdicts", []),
+        stopped=data.get("stopped", ""),
+        llm_calls=int(data.get("llm_calls", 0)),
+        prompt_tokens=int(data.get("prompt_tokens", 0)),
+        completion_tokens=int(data.get("completion_tokens", 0)),
+        seconds=float(data.get("seconds", 0.0)),
+        thread_id=data.get("thread_id"),
+        errors=list(data.get("errors", [])),
+    )
+
+
+# --------------------------------------------------------------------------- running
+
+
+class ClientGone(Exception):
+    """The client disconnected before its answer was ready; the run was cancelled."""
+
+
+async def _wait_disconnect(request: Request) -> None:
+    """Returns when the client disconnects. The body has been read by then, so the server has
+    nothing left to deliver but ``http.disconnect``; the guard only protects against odd
+    transports, after which the run simply goes on until it ends or hits its deadline."""
+    for _ in range(100):
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+    await asyncio.Event().wait()  # cancelled by ``run_ask`` when the run ends
+
+
+async def _stop(run: asyncio.Task[Any]) -> None:
+    """Cancel a run and wait (bounded) until it has really stopped, so its slot is only freed
+    once its LLM calls are gone; its outcome is read so asyncio never logs it as unretrieved."""
+    run.cancel()
+    await asyncio.wait({run}, timeout=5.0)
+    if run.done() and not run.cancelled():
+        run.exception()
+
+
+async def run_ask(
+    agent: AgentLike,
+    question: str,
+    thread_id: str | None,
+    deadline_s: float,
+    request: Request,
+) -> AskResult:
+    """``agent.ask`` under the hard deadline, cancelled if the client goes away first."""
+    run = asyncio.create_task(agent.ask(question, thread_id=thread_id, deadline_s=deadline_s))
+    gone = asyncio.create_task(_wait_disconnect(request))
+    gone.add_done_callback(lambda t: t.cancelled() or t.exception())  # never "unretrieved"
+    try:
+        async with asyncio.timeout(deadline_s + deadline_grace_s(deadline_s)) as limit:
+            await asyncio.wait({run, gone}, return_when=asyncio.FIRST_COMPLETED)
+    except TimeoutError:
+        if not limit.expired():
+            raise
+        await _stop(run)
+        raise ApiError(
+            504,
+            f"the run did not finish within its deadline of {deadline_s:g} s",
+            "timeout_error",
+            headers=NO_RETRY,
+            code="deadline_exceeded",
+        ) from None
+    finally:
+        gone.cancel()
+        if not run.done():
+            await _stop(run)  # the client left, or this handler itself was cancelled
+    if run.cancelled():
+        raise ClientGone()
+    try:
+        return run.result()
+    except QuestionError as exc:
+        raise ApiError(422, str(exc), "invalid_request_error", code="invalid_question") from exc
+    except AgentError as exc:
+        raise ApiError(
+            502,
+            f"the agent could not answer: {exc}",
+            "agent_error",
+            headers=NO_RETRY,
+            code="agent_failed",
+        ) from exc
+
+
+async def run_stream(
+    agent: AgentLike, question: str, thread_id: str | None, deadline_s: float
+) -> AsyncIterator[TraceEvent]:
+    """The agent's trace events under the hard deadline, always ending in ``result`` or in a
+    fatal ``error`` event, never in an exception (except cancellation, which closes the agent's
+    stream: that is how a disconnecting client stops its run)."""
+    loop = asyncio.get_running_loop()
+    ends_at = loop.time() + deadline_s + deadline_grace_s(deadline_s)
+    last: TraceEvent | None = None
+    failure: tuple[str, str] | None = None
+    try:
+        async with aclosing(
+            agent.stream(question, thread_id=thread_id, deadline_s=deadline_s)
+        ) as events:
+            # Bounded: the hard deadline ends the loop even if the agent never stops.
+            while True:
+                try:
+                    async with asyncio.timeout(max(0.0, ends_at - loop.time())) as limit:
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    if not limit.expired():
+                        raise  # the agent's own timeout: reported below as a failure
+                    failure = (
+                        f"the run did not finish within its deadline of {deadline_s:g} s",
+                        "timeout",
+                    )
+                    break
+                last = event
+                yield event
+                if event.kind == "result":
+                    return
+    except QuestionError as exc:
+        failure = (str(exc), "invalid_question")
+    except AgentError as exc:
+        failure = (f"the agent could not answer: {exc}", "agent_error")
+    except Exception as exc:  # a bug in a run must not take the stream down silently
+        log.exception("trace stream failed")
+        failure = (f"internal error: {type(exc).__name__}: {exc}", "server_error")
+    if failure is None:
+        if last is not None and last.kind == "error":
+            return  # the agent's own final error event already told the client
+        failure = ("the run ended without a result", "server_error")
+    message, type_ = failure
+    yield TraceEvent(
+        kind="error", data={"error": message, "where": "server", "type": type_, "fatal": True}
+    )
+
+
+def _sse(event: TraceEvent) -> ServerSentEvent:
+    return ServerSentEvent(event=event.kind, data=json.dumps(event.to_json(), ensure_ascii=False))
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def _web_route(name: str, web_file: Callable[[str], FileResponse]) -> Callable[[], Any]:
+    async def route() -> FileResponse:
+        return web_file(name)
+
+    return route
+
+
+def api_key_of(server: ServerSettings) -> str | None:
+    key = server.api_key.get_secret_value().strip() if server.api_key is not None else ""
+    return key or None
+
+
+def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
+    """The API and the page around one agent. Everything it needs is in ``server``."""
+    app = FastAPI(
+        title="hoptree",
+        summary="Agentic multi-hop search: a planner over sparse, dense, web and RAPTOR searchers",
+        version="0.1.0",
+    )
+    slots = RunSlots(server.max_concurrency)
+    app.state.agent = agent
+    app.state.server = server
+    app.state.slots = slots
+    api_key = api_key_of(server)
+    deadline_s = server.request_deadline_s
+    created = int(time.time())
+
+    async def require_key(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+    ) -> None:
+        if api_key is None:
+            return
+        given = credentials.credentials if credentials is not None else ""
+        if not hmac.compare_digest(given.encode(), api_key.encode()):
+            raise ApiError(
+                401,
+                "missing or wrong API key: send 'Authorization: Bearer <key>'"
+                if given
+                else "this server needs an API key: send 'Authorization: Bearer <key>'",
+                "authentication_error",
+                headers={"WWW-Authenticate": "Bearer"},
+                code="invalid_api_key",
+            )
+
+    def question_of(text: str) -> str:
+        try:
+            return clean_question(text, max_chars=server.max_question_chars)
+        except QuestionError as exc:
+            raise ApiError(422, str(exc), "invalid_request_error", code="invalid_question") from exc
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_key)])
+
+    @v1.post("/ask", summary="Answer a question (the full result, trace included)")
+    async def ask(body: AskBody, request: Request) -> JSONResponse:
+        question = question_of(body.question)
+        thread_id = check_thread_id(body.thread_id)
+        slot = slots.acquire_or_429()
+        try:
+            result = await run_ask(agent, question, thread_id, deadline_s, request)
+        except ClientGone:
+            return error_response(499, "client closed the request", "client_closed")
+        finally:
+            slot.release()
+        return JSONResponse(result.to_json())
+
+    @v1.post(
+        "/ask/stream",
+        summary="Answer a question, streaming trace events as server-sent events",
+        response_class=EventSourceResponse,
+    )
+    async def ask_stream(body: AskBody) -> EventSourceResponse:
+        question = question_of(body.question)
+        thread_id = check_thread_id(body.thread_id)
+        slot = slots.acquire_or_429()
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            try:
+                async with aclosing(run_stream(agent, question, thread_id, deadline_s)) as run:
+                    async for event in run:
+                        yield _sse(event)
+            finally:
+                slot.release()
+
+        return SlotEventSourceResponse(
+            events(),
+            slot=slot,
+            ping=SSE_PING_S,
+            send_timeout=SSE_SEND_TIMEOUT_S,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @v1.post("/chat/completions", summary="OpenAI-compatible chat completions")
+    async def chat_completions(
+        body: ChatRequest,
+        request: Request,
+        x_hoptree_thread: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        users = [m for m in body.messages if m.role == "user"]
+        if not users:
+            raise ApiError(422, "the request has no user message", "invalid_request_error")
+        question = question_of(message_text(users[-1]))
+        thread_id = check_thread_id(x_hoptree_thread or body.user)
+        completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+        now = int(time.time())
+        slot = slots.acquire_or_429()
+        if body.stream:
+            include_usage = bool((body.stream_options or {}).get("include_usage"))
+            chunks = chat_stream(
+                agent, question, thread_id, deadline_s, completion_id, now, include_usage
+            )
+
+            async def events() -> AsyncIterator[ServerSentEvent]:
+                try:
+                    async with aclosing(chunks) as run:
+                        async for data in run:
+                            yield ServerSentEvent(data=data)
+                finally:
+                    slot.release()
+
+            return SlotEventSourceResponse(
+                events(),
+                slot=slot,
+                ping=SSE_PING_S,
+                send_timeout=SSE_SEND_TIMEOUT_S,
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        try:
+            result = await run_ask(agent, question, thread_id, deadline_s, request)
+        except ClientGone:
+            return error_response(499, "client closed the request", "client_closed")
+        finally:
+            slot.release()
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": now,
+                "model": MODEL_ID,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": chat_content(result)},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": usage_json(result),
+                "hoptree": hoptree_extra(result),
+            }
+        )
+
+    def model_card() -> dict[str, Any]:
+        return {
+            "id": MODEL_ID,
+            "object": "model",
+            "created": created,
+            "owned_by": "hoptree",
+            "hoptree": {"chat_model": agent.model_label, "searchers": list(agent.searcher_names)},
+        }
+
+    @v1.get("/models", summary="The one model this server offers (OpenAI-style list)")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [model_card()]}
+
+    @v1.get("/models/{model_id}", summary="One model (OpenAI-style)")
+    async def model(model_id: str) -> dict[str, Any]:
+        if model_id != MODEL_ID:
+            raise ApiError(
+                404, f"no model {model_id!r}; this server offers {MODEL_ID!r}", "not_found"
+            )
+        return model_card()
+
+    @v1.get("/searchers", summary="The agent's low-level searchers and chat model")
+    async def searchers() -> dict[str, Any]:
+        return {"searchers": list(agent.searcher_names), "chat_model": agent.model_label}
+
+    app.include_router(v1)
+
+    @app.get("/healthz", summary="Liveness; open without a key")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "running": slots.running, "max_concurrency": slots.limit}
+
+    def web_file(name: str) -> FileResponse:
+        return FileResponse(WEB_DIR / name, media_type=WEB_FILES[name], headers=PAGE_HEADERS)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return web_file("index.html")
+
+    for name in WEB_FILES:
+        if name != "index.html":
+            app.add_api_route(
+                f"/{name}", _web_route(name, web_file), methods=["GET"], include_in_schema=False
+            )
+
+    @app.exception_handler(ApiError)
+    async def on_api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.type, headers=exc.headers, code=exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+            problems.append(f"{where}: {err.get('msg', 'invalid')}")
+        return error_response(422, "; ".join(problems), "invalid_request_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        type_ = {404: "not_found", 405: "method_not_allowed"}.get(
+            exc.status_code, "invalid_request_error"
+        )
+        return error_response(exc.status_code, str(exc.detail), type_, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def on_crash(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, f"internal error: {type(exc).__name__}", "server_error")
+
+    app.add_middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes)
+    return app
+
+
+async def chat_stream(
+    agent: AgentLike,
+    question: str,
+    thread_id: str | None,
+    deadline_s: float,
+    completion_id: str,
+    created: int,
+    include_usage: bool,
+) -> AsyncIterator[str]:
+    """OpenAI ``chat.completion.chunk`` data lines for one run, then ``[DONE]``.
+
+    The planner's trace is not chat content, so nothing but SSE pings flows while it works; the
+    answer and its sources arrive as content deltas once written. A failure is sent as
+    ``{"error": {...}}``, which OpenAI's client raises as ``APIError``.
+    """
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return json.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            },
+            ensure_ascii=False,
+        )
+
+    yield chunk({"role": "assistant", "content": ""})
+    result: AskResult | None = None
+    failure = "the run ended without a result"
+    async with aclosing(run_stream(agent, question, thread_id, deadline_s)) as events:
+        async for event in events:
+            if event.kind == "result":
+                result = result_from_json(event.data)
+            elif event.kind == "error":
+                failure = str(event.data.get("error") or failure)
+    if result is None:
+        yield json.dumps(error_body(failure, "agent_error"), ensure_ascii=False)
+        return
+    for piece in text_pieces(chat_content(result)):
+        yield chunk({"content": piece})
+    yield chunk({}, "stop")
+    if include_usage:
+        yield json.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [],
+                "usage": usage_json(result),
+                "hoptree": hoptree_extra(result),
+            }
+        )
+    yield "[DONE]"
+
+
+# --------------------------------------------------------------------------- serving
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 (and IPv4-mapped loopback) and ``localhost``."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def check_bind_allowed(server: ServerSettings) -> None:
+    """Raise ``ServeRefused`` for a non-loopback host without an API key: the agent spends
+    LLM time and reads the index for whoever can reach it."""
+    if api_key_of(server) is None and not is_loopback_host(server.host):
+        raise ServeRefused(
+            f"refusing to serve on {server.host!r} without an API key: anyone who can reach it "
+            "could run the agent. Set HOPTREE_SERVER__API_KEY (or [server] api_key in "
+            "hoptree.toml), or bind a loopback host such as 127.0.0.1."
+        )
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling the caller the bound address (port 0 picks a free one)."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[str], None] | None) -> None:
+        super().__init__(config)
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self._on_ready is not None:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            self._on_ready(base_url(host, port))
+
+
+def make_server(
+    app: FastAPI,
+    server: ServerSettings,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info",
+) -> uvicorn.Server:
+    """A uvicorn server for ``app``; ``await it.serve()`` on the loop the agent lives on."""
+    config = uvicorn.Config(
+        app,
+        host=server.host,
+        port=server.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=10,  # open trace streams must not hold a shutdown forever
+        server_header=False,
+    )
+    return _Server(config, on_ready)
+
+
+async def serve(
+    agent: AgentLike,
+    server: ServerSettings,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info",
+) -> None:
+    """Serve ``agent`` until interrupted. Runs on the caller's loop: the agent's clients and
+    subprocesses belong to it. Raises ``ServeRefused`` before binding anything unsafe."""
+    check_bind_allowed(server)
+    app = create_app(agent, server)
+    await make_server(app, server, on_ready=on_ready, log_level=log_level).serve()

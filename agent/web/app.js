@@ -1,0 +1,744 @@
+// hoptree live trace page. No build step, no dependencies: it must work offline.
+//
+// The page POSTs the question to v1/ask/stream and reads the server-sent events with fetch() and
+// a ReadableStream reader (EventSource cannot POST or send an Authorization header). Every event
+// grows the plan tree; the final "result" event fills the cited answer. All text from the server
+// (questions, LLM output, passages) goes into the DOM through textContent, never as HTML.
+"use strict";
+
+(() => {
+  const KEY_STORE = "hoptree.apiKey";
+  const $ = (id) => document.getElementById(id);
+
+  /** el("div", {class: "x", text: "y", onclick: f}, child, ...) */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "text") node.textContent = String(value);
+      else if (name === "class") node.className = value;
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const fmtMs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
+
+  // ------------------------------------------------------------------ state
+
+  const state = {
+    running: false,
+    controller: null,
+    startedAt: 0,
+    timer: null,
+    roundBase: null,
+    currentRound: null,
+    rounds: new Map(), // round -> {section, body}
+    subqueries: new Map(), // id -> {card, body, searchesEl, waitEl, summaryEl, searches}
+    passages: new Map(), // passage id -> {id, title, text, url}
+    citations: new Map(), // n -> citation
+    searches: 0,
+    sawResult: false,
+    sawFatal: false,
+    finalStatus: null, // the status line's last word once the run is over
+    pending: null, // {question, thread} to retry after the key is entered
+    searchers: [],
+  };
+
+  // ------------------------------------------------------------------ server access
+
+  function apiKey() {
+    return sessionStorage.getItem(KEY_STORE) || "";
+  }
+
+  function headers(json) {
+    const h = { Accept: json ? "text/event-stream" : "application/json" };
+    if (json) h["Content-Type"] = "application/json";
+    const key = apiKey();
+    if (key) h.Authorization = `Bearer ${key}`;
+    return h;
+  }
+
+  async function errorMessage(response) {
+    try {
+      const body = await response.json();
+      if (body && body.error && body.error.message) return body.error.message;
+    } catch (_) {
+      /* not JSON */
+    }
+    return `HTTP ${response.status}`;
+  }
+
+  async function loadInfo() {
+    try {
+      const response = await fetch("v1/searchers", { headers: headers(false) });
+      if (response.status === 401) {
+        $("model-label").textContent = "API key needed";
+        showKeyForm(await errorMessage(response));
+        return;
+      }
+      if (!response.ok) throw new Error(await errorMessage(response));
+      const info = await response.json();
+      state.searchers = info.searchers || [];
+      $("model-label").textContent = info.chat_model || "";
+      const chips = $("searcher-chips");
+      chips.replaceChildren(...state.searchers.map((name) => el("span", { class: "chip", text: name })));
+      $("forget-key").classList.toggle("hidden", !apiKey());
+    } catch (err) {
+      $("model-label").textContent = `server unreachable (${err.message})`;
+    }
+  }
+
+  function showKeyForm(message) {
+    $("key-message").textContent = message || "This server needs an API key.";
+    $("key-form").classList.remove("hidden");
+    $("api-key").focus();
+  }
+
+  // ------------------------------------------------------------------ SSE over fetch
+
+  function parseBlock(block) {
+    let event = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (!line || line.startsWith(":")) continue; // comments are keep-alive pings
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    return data.length ? { event, data: data.join("\n") } : null;
+  }
+
+  async function* sseEvents(response) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        // Normalise CRLF/CR; a trailing CR waits for the next chunk, which may start with LF.
+        const tail = buffer.endsWith("\r") ? "\r" : "";
+        buffer = buffer.slice(0, buffer.length - tail.length).replace(/\r\n|\r/g, "\n") + tail;
+        let cut = buffer.indexOf("\n\n");
+        while (cut >= 0) {
+          const parsed = parseBlock(buffer.slice(0, cut));
+          buffer = buffer.slice(cut + 2);
+          if (parsed) yield parsed;
+          cut = buffer.indexOf("\n\n");
+        }
+      }
+    } finally {
+      reader.releaseLock();
+    }
+  }
+
+  // ------------------------------------------------------------------ running a question
+
+  function setRunning(running) {
+    state.running = running;
+    $("ask").disabled = running;
+    $("stop").classList.toggle("hidden", !running);
+    if (running) {
+      state.startedAt = performance.now();
+      clearInterval(state.timer);
+      state.timer = setInterval(renderStatus, 200);
+    } else {
+      clearInterval(state.timer);
+      state.timer = null;
+    }
+    renderStatus();
+  }
+
+  /** The status line: a ticking "working" line while running, then the final word, once set. */
+  function renderStatus(final) {
+    const status = $("status");
+    if (final) state.finalStatus = final;
+    const seconds = ((performance.now() - state.startedAt) / 1000).toFixed(1);
+    if (state.finalStatus) {
+      status.replaceChildren(state.finalStatus);
+    } else if (state.running) {
+      const round = state.currentRound === null ? "" : ` · round ${roundLabel(state.currentRound)}`;
+      status.replaceChildren(
+        el("span", { class: "spinner" }),
+        `working · ${seconds} s${round} · ${plural(state.searches, "search", "searches")}`,
+      );
+    } else {
+      status.replaceChildren();
+    }
+  }
+
+  function banner(message, kind) {
+    const node = $("banner");
+    node.textContent = message;
+    node.className = `banner${kind === "info" ? " info" : ""}`;
+  }
+
+  function clearBanner() {
+    $("banner").className = "banner hidden";
+  }
+
+  function resetView(question, thread) {
+    state.roundBase = null;
+    state.currentRound = null;
+    state.rounds.clear();
+    state.subqueries.clear();
+    state.passages.clear();
+    state.citations.clear();
+    state.searches = 0;
+    state.sawResult = false;
+    state.sawFatal = false;
+    state.finalStatus = null;
+    clearBanner();
+    $("passage-card").classList.add("hidden");
+    $("plan-meta").textContent = "";
+    $("plan").replaceChildren(
+      el(
+        "p",
+        { class: "question-root" },
+        el("span", { class: "muted", text: "Question " }),
+        question,
+        thread ? el("span", { class: "muted", text: `  · thread ${thread}` }) : null,
+      ),
+    );
+    $("answer").replaceChildren(
+      el("p", { class: "waiting" }, el("span", { class: "spinner" }), "the planner is working…"),
+    );
+  }
+
+  async function ask(question, thread) {
+    if (state.running) return;
+    resetView(question, thread);
+    const controller = new AbortController();
+    state.controller = controller;
+    setRunning(true);
+    let response;
+    try {
+      response = await fetch("v1/ask/stream", {
+        method: "POST",
+        headers: headers(true),
+        body: JSON.stringify({ question, thread_id: thread || null }),
+        signal: controller.signal,
+      });
+    } catch (err) {
+      setRunning(false);
+      finishView(controller.signal.aborted ? "stopped" : `could not reach the server: ${err.message}`);
+      return;
+    }
+    if (!response.ok) {
+      const message = await errorMessage(response);
+      setRunning(false);
+      if (response.status === 401) {
+        state.pending = { question, thread };
+        showKeyForm(message);
+        finishView("API key needed");
+      } else if (response.status === 429) {
+        const wait = response.headers.get("Retry-After");
+        finishView(`${message}${wait ? ` (try again in ${wait} s)` : ""}`);
+      } else {
+        finishView(message);
+      }
+      return;
+    }
+    try {
+      for await (const { event, data } of sseEvents(response)) {
+        let parsed;
+        try {
+          parsed = JSON.parse(data);
+        } catch (_) {
+          continue;
+        }
+        handleEvent(event, parsed);
+      }
+    } catch (err) {
+      if (!controller.signal.aborted) banner(`the stream broke: ${err.message}`);
+    } finally {
+      setRunning(false);
+    }
+    if (controller.signal.aborted) finishView("stopped");
+    else if (!state.sawResult && !state.sawFatal) finishView("the stream ended without a result");
+  }
+
+  /** Ends a run that produced no answer: clears the spinners and says why. */
+  function finishView(message) {
+    for (const sq of state.subqueries.values()) if (sq.waitEl) sq.waitEl.remove();
+    if (!state.sawResult) {
+      $("answer").replaceChildren(el("p", { class: "empty muted", text: "No answer." }));
+    }
+    if (message !== "stopped") banner(message);
+    renderStatus(el("span", { text: message === "stopped" ? "stopped (the run was cancelled)" : "failed" }));
+  }
+
+  // ------------------------------------------------------------------ the plan tree
+
+  function roundLabel(round) {
+    return state.roundBase === null ? round : round - state.roundBase + 1;
+  }
+
+  function roundSection(round) {
+    if (state.roundBase === null) state.roundBase = round;
+    state.currentRound = round;
+    let entry = state.rounds.get(round);
+    if (!entry) {
+      const body = el("div", { class: "round-body" });
+      const section = el(
+        "section",
+        { class: "round appear", "data-round": round },
+        el("div", { class: "round-title" }, el("span", { class: "round-dot" }), `Round ${roundLabel(round)}`),
+        body,
+      );
+      $("plan").append(section);
+      entry = { section, body };
+      state.rounds.set(round, entry);
+    }
+    return entry;
+  }
+
+  function renderPlanMeta() {
+    const searches = state.searches;
+    $("plan-meta").textContent =
+      `${plural(state.rounds.size, "round")} · ` +
+      `${plural(state.subqueries.size, "atomic query", "atomic queries")} · ` +
+      `${plural(searches, "search", "searches")}`;
+  }
+
+  function addSubqueries(round, subQueries, origin) {
+    const { body } = roundSection(round);
+    for (const sq of subQueries || []) {
+      if (state.subqueries.has(sq.id)) continue;
+      const searchesEl = el("div", { class: "searches" });
+      const waitEl = el(
+        "div",
+        { class: "waiting" },
+        el("span", { class: "spinner" }),
+        `searching with ${state.searchers.length ? state.searchers.join(", ") : "the searchers"}…`,
+      );
+      const summaryEl = el("div");
+      const card = el(
+        "article",
+        { class: "subquery appear", "data-id": sq.id },
+        el(
+          "div",
+          { class: "subquery-head" },
+          el("span", { class: "qid", text: sq.id }),
+          el("span", { class: "qtext", text: sq.query }),
+          el("span", { class: "spacer" }),
+          origin === "supplement"
+            ? el("span", { class: "badge warn", text: "follow-up" })
+            : el("span", { class: "badge accent", text: "planned" }),
+        ),
+        el("div", { class: "subquery-body" }, searchesEl, waitEl, summaryEl),
+      );
+      body.append(card);
+      state.subqueries.set(sq.id, { card, body, searchesEl, waitEl, summaryEl, searches: 0 });
+    }
+    renderPlanMeta();
+  }
+
+  function subquery(id, round, query) {
+    if (!state.subqueries.has(id)) addSubqueries(round, [{ id, query: query || id }], "decompose");
+    return state.subqueries.get(id);
+  }
+
+  function rememberHit(hit) {
+    if (hit && hit.id && !state.passages.has(hit.id)) {
+      state.passages.set(hit.id, { id: hit.id, title: hit.title, text: hit.text, url: hit.url || null });
+    }
+  }
+
+  function passageButton(id, label) {
+    const known = state.passages.get(id);
+    return el("button", {
+      type: "button",
+      class: "passage-link",
+      text: label || (known && known.title) || id,
+      title: id,
+      onclick: () => showPassage(state.passages.get(id) || { id, title: id, text: "(passage text not in the trace)" }),
+    });
+  }
+
+  function verdictBits(verdict) {
+    if (!verdict) return [el("span", { class: "badge", text: "not judged" })];
+    const bits = [
+      verdict.sufficient
+        ? el("span", { class: "badge ok", text: "✓ sufficient" })
+        : el("span", { class: "badge warn", text: "✗ not sufficient" }),
+    ];
+    if (typeof verdict.coverage === "number") {
+      bits.push(el("span", { class: "stats", text: `coverage ${Math.round(verdict.coverage * 100)}%` }));
+    }
+    if (verdict.llm_says === true || verdict.llm_says === false) {
+      bits.push(el("span", { class: "stats", text: `LLM: ${verdict.llm_says ? "yes" : "no"}` }));
+    }
+    return bits;
+  }
+
+  function renderAttempts(attempts, bestId) {
+    const ids = new Set(attempts.map((a) => a.id));
+    const children = new Map();
+    for (const a of attempts) {
+      const parent = a.parent !== null && a.parent !== undefined && ids.has(a.parent) ? a.parent : null;
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(a);
+    }
+    const build = (parent, depth) => {
+      const list = el("ul", { class: "attempts" });
+      for (const a of children.get(parent) || []) {
+        const verdict = a.verdict || null;
+        const hitCount = (a.hit_ids || []).length;
+        const line = el(
+          "div",
+          { class: "attempt-line" },
+          el("span", { class: `op op-${a.operation}`, text: a.operation }),
+          el("code", { class: "query", text: a.query }),
+          el("span", { class: "stats", text: plural(hitCount, "hit") }),
+          ...verdictBits(verdict),
+          a.id === bestId ? el("span", { class: "best", title: "best attempt", text: "★ best" }) : null,
+        );
+        const reason = verdict && (verdict.reason || verdict.answer)
+          ? el(
+              "div",
+              { class: "reason" },
+              verdict.reason || "",
+              verdict.answer ? el("span", {}, verdict.reason ? " · answer: " : "answer: ", el("span", { class: "said", text: verdict.answer })) : null,
+            )
+          : null;
+        const item = el("li", { class: "attempt", "data-op": a.operation }, line, reason);
+        if (depth < 8 && children.has(a.id)) item.append(build(a.id, depth + 1));
+        list.append(item);
+      }
+      return list;
+    };
+    return build(null, 0);
+  }
+
+  function addSearch(event) {
+    const d = event.data;
+    const sq = subquery(d.sub_query_id, event.round, d.query);
+    state.searches += 1;
+    sq.searches += 1;
+    (d.hits || []).forEach(rememberHit);
+    const attempts = d.attempts || [];
+    const status = d.error
+      ? el("span", { class: "badge bad", text: "error" })
+      : d.sufficient
+        ? el("span", { class: "badge ok", text: "✓ sufficient" })
+        : el("span", { class: "badge warn", text: d.stopped || "not sufficient" });
+    const hits = d.hits || [];
+    const details = el(
+      "details",
+      { class: "search appear", "data-searcher": d.searcher, open: attempts.length <= 6 },
+      el(
+        "summary",
+        {},
+        el("span", { class: "searcher-name", text: d.searcher }),
+        status,
+        el("span", {
+          class: "stats",
+          text:
+            `${plural(attempts.length, "query", "queries")} · ${plural(d.llm_calls || 0, "LLM call")}` +
+            ` · ${plural(hits.length, "hit")} · ${fmtMs(d.ms || 0)}`,
+        }),
+      ),
+      attempts.length ? renderAttempts(attempts, d.best_attempt) : null,
+      d.error ? el("div", { class: "event-error", text: d.error }) : null,
+      hits.length
+        ? el(
+            "ul",
+            { class: "hits-list" },
+            el("li", { class: "stats", text: "top hits" }),
+            ...hits.slice(0, 5).map((h) =>
+              el(
+                "li",
+                {},
+                passageButton(h.id, h.title || h.id),
+                " ",
+                el("span", { class: "score", text: typeof h.score === "number" ? h.score.toFixed(2) : "" }),
+              ),
+            ),
+          )
+        : null,
+    );
+    sq.searchesEl.append(details);
+    if (sq.waitEl) {
+      const total = state.searchers.length;
+      sq.waitEl.lastChild.textContent =
+        total && sq.searches >= total ? "summarizing…" : `${sq.searches}${total ? `/${total}` : ""} searchers done…`;
+    }
+    renderPlanMeta();
+  }
+
+  function addSummary(event) {
+    const d = event.data;
+    const sq = subquery(d.id, event.round, d.query);
+    if (sq.waitEl) {
+      sq.waitEl.remove();
+      sq.waitEl = null;
+    }
+    const sources = d.sources || [];
+    sq.summaryEl.replaceChildren(
+      el(
+        "div",
+        { class: "summary appear" },
+        el(
+          "div",
+          {},
+          el("span", { class: "label", text: "Summary " }),
+          d.answered
+            ? el("span", { class: "badge ok", text: "answered" })
+            : el("span", { class: "badge warn", text: "not answered" }),
+          " ",
+          d.skipped ? el("span", { class: "badge", text: "no LLM call: the searchers agreed" }) : null,
+        ),
+        el("p", { class: "summary-text", text: d.summary || "(no summary)" }),
+        sources.length
+          ? el(
+              "div",
+              {},
+              el("span", { class: "stats", text: "sources " }),
+              ...sources.map((id) =>
+                el("button", {
+                  type: "button",
+                  class: "source-chip",
+                  text: (state.passages.get(id) || {}).title || id,
+                  title: id,
+                  onclick: () => showPassage(state.passages.get(id) || { id, title: id, text: "(passage text not in the trace)" }),
+                }),
+              ),
+            )
+          : null,
+      ),
+    );
+  }
+
+  function addVerdict(event) {
+    const d = event.data;
+    const { body } = roundSection(event.round);
+    const missing = (d.missing || []).filter(Boolean);
+    body.append(
+      el(
+        "div",
+        { class: `verdict appear ${d.sufficient ? "ok" : "no"}` },
+        el("strong", { text: d.sufficient ? "✓ Enough to answer" : "✗ Not enough yet" }),
+        el("span", { text: d.reason || "" }),
+        missing.length ? el("span", {}, el("strong", { text: "missing: " }), missing.join("; ")) : null,
+      ),
+    );
+  }
+
+  function addError(event) {
+    const d = event.data || {};
+    if (d.fatal) {
+      state.sawFatal = true;
+      finishView(d.error || "the run failed");
+      return;
+    }
+    const target = state.currentRound === null ? $("plan") : roundSection(state.currentRound).body;
+    target.append(
+      el("div", { class: "event-error appear", text: `⚠ ${d.where ? `${d.where}: ` : ""}${d.error || "error"}` }),
+    );
+  }
+
+  // ------------------------------------------------------------------ the answer
+
+  function citedText(text) {
+    const nodes = [];
+    const pattern = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
+    let last = 0;
+    for (const match of text.matchAll(pattern)) {
+      if (match.index > last) nodes.push(text.slice(last, match.index));
+      for (const part of match[1].split(",")) {
+        const n = Number(part.trim());
+        const citation = state.citations.get(n);
+        nodes.push(
+          citation
+            ? el("button", {
+                type: "button",
+                class: "cite",
+                "data-n": n,
+                title: citation.title || citation.id,
+                text: `[${n}]`,
+                onclick: () => showCitation(n),
+              })
+            : `[${n}]`,
+        );
+      }
+      last = match.index + match[0].length;
+    }
+    if (last < text.length) nodes.push(text.slice(last));
+    return nodes;
+  }
+
+  function renderAnswer(short, long, result) {
+    const parts = [];
+    if (short) parts.push(el("p", { class: "short-answer", text: short }));
+    if (long) parts.push(el("p", { class: "long-answer" }, ...citedText(long)));
+    if (result) {
+      const citations = result.citations || [];
+      if (citations.length) {
+        parts.push(
+          el(
+            "ol",
+            { class: "sources" },
+            ...citations.map((c) =>
+              el(
+                "li",
+                {},
+                el("span", { class: "n", text: `[${c.n}]` }),
+                el("button", { type: "button", class: "passage-link", text: c.title || c.id, onclick: () => showCitation(c.n) }),
+                el("span", { class: "sid", text: c.id }),
+              ),
+            ),
+          ),
+        );
+      }
+      parts.push(
+        el(
+          "div",
+          { class: "result-meta" },
+          el("span", { class: `badge ${result.stopped === "sufficient" ? "ok" : "warn"}`, text: `stopped: ${result.stopped}` }),
+          el("span", { class: "badge", text: plural(result.llm_calls || 0, "LLM call") }),
+          el("span", { class: "badge", text: `${(result.prompt_tokens || 0) + (result.completion_tokens || 0)} tokens` }),
+          el("span", { class: "badge", text: `${Number(result.seconds || 0).toFixed(1)} s` }),
+          ...(result.errors || []).map((e) => el("span", { class: "badge bad", text: e })),
+        ),
+      );
+    }
+    $("answer").replaceChildren(...parts);
+  }
+
+  function addResult(event) {
+    const result = event.data;
+    state.sawResult = true;
+    for (const c of result.citations || []) {
+      state.citations.set(c.n, c);
+      state.passages.set(c.id, { id: c.id, title: c.title, text: c.text, url: c.url });
+    }
+    for (const sq of state.subqueries.values()) {
+      if (sq.waitEl) {
+        sq.waitEl.remove();
+        sq.waitEl = null;
+      }
+    }
+    renderAnswer(result.short_answer, result.answer, result);
+    renderStatus(
+      el(
+        "span",
+        {},
+        `done in ${Number(result.seconds || 0).toFixed(1)} s · ${plural(result.llm_calls || 0, "LLM call")} · stopped: ${result.stopped}`,
+      ),
+    );
+  }
+
+  function showCitation(n) {
+    const c = state.citations.get(n);
+    if (!c) return;
+    for (const button of document.querySelectorAll(".cite")) {
+      button.classList.toggle("active", Number(button.dataset.n) === n);
+    }
+    showPassage({ ...c, label: `[${n}]` });
+  }
+
+  function showPassage(p) {
+    const safeUrl = p.url && /^https?:\/\//i.test(p.url) ? p.url : null;
+    const parts = [
+      el("h3", { text: `${p.label ? `${p.label} ` : ""}${p.title || p.id}` }),
+      el("div", { class: "pid", text: p.id }),
+    ];
+    if (safeUrl) {
+      parts.push(el("p", {}, el("a", { href: safeUrl, target: "_blank", rel: "noopener noreferrer", text: safeUrl })));
+    }
+    parts.push(el("blockquote", { text: p.text || "" }));
+    $("passage").replaceChildren(...parts);
+    const card = $("passage-card");
+    card.classList.remove("hidden");
+    card.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
+  // ------------------------------------------------------------------ dispatch
+
+  function handleEvent(name, event) {
+    const kind = event.kind || name;
+    switch (kind) {
+      case "started":
+        state.searchers = (event.data && event.data.searchers) || state.searchers;
+        break;
+      case "decompose":
+        addSubqueries(event.round, event.data.sub_queries, "decompose");
+        break;
+      case "supplement":
+        addSubqueries(event.round, event.data.sub_queries, "supplement");
+        break;
+      case "search":
+        addSearch(event);
+        break;
+      case "summarize":
+        addSummary(event);
+        break;
+      case "verify":
+        addVerdict(event);
+        break;
+      case "answer":
+        renderAnswer(event.data.short_answer, event.data.answer, null);
+        break;
+      case "error":
+        addError(event);
+        break;
+      case "result":
+        addResult(event);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ------------------------------------------------------------------ wiring
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("ask-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const question = $("question").value.trim();
+      if (question) ask(question, $("thread").value.trim());
+    });
+    $("question").addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        $("ask-form").requestSubmit();
+      }
+    });
+    $("stop").addEventListener("click", () => state.controller && state.controller.abort());
+    $("key-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const key = $("api-key").value.trim();
+      if (!key) return;
+      sessionStorage.setItem(KEY_STORE, key);
+      $("api-key").value = "";
+      $("key-form").classList.add("hidden");
+      clearBanner();
+      loadInfo();
+      const pending = state.pending;
+      state.pending = null;
+      if (pending) ask(pending.question, pending.thread);
+    });
+    $("forget-key").addEventListener("click", () => {
+      sessionStorage.removeItem(KEY_STORE);
+      $("forget-key").classList.add("hidden");
+      loadInfo();
+    });
+    $("passage-close").addEventListener("click", () => {
+      $("passage-card").classList.add("hidden");
+      for (const button of document.querySelectorAll(".cite.active")) button.classList.remove("active");
+    });
+    loadInfo();
+  });
+})();

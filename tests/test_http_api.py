@@ -1,0 +1,564 @@
+"""The HTTP agent API over a real uvicorn server on 127.0.0.1, called with httpx and the official
+``openai`` client. The agent behind it is the scripted test double (``tests.fake_agent``): these
+tests are about the server (shapes, limits, auth, cancellation), not the planner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from pydantic import SecretStr
+
+from agent.http_api import (
+    ServeRefused,
+    check_bind_allowed,
+    is_loopback_host,
+    serve,
+    text_pieces,
+)
+from agent.settings import ServerSettings
+from tests.fake_agent import ANSWER, QUESTION, ScriptedAgent
+from tests.live_server import live_server
+
+KEY = "test-key-123"
+TIMEOUT = httpx.Timeout(20.0)
+EVENT_KINDS = [
+    "started",
+    "decompose",
+    "search",
+    "search",
+    "summarize",
+    "verify",
+    "supplement",
+    "search",
+    "search",
+    "summarize",
+    "verify",
+    "answer",
+    "result",
+]
+
+
+def sse_events(lines: Iterator[str], limit: int = 200) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(event name, JSON data) from an SSE line stream; comments (pings) are skipped."""
+    name, data = "message", []
+    for count, line in enumerate(lines):
+        if count > 10 * limit:
+            raise AssertionError("too many SSE lines")
+        if line == "":
+            if data:
+                yield name, json.loads("\n".join(data))
+            name, data = "message", []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+    if data:
+        yield name, json.loads("\n".join(data))
+
+
+def auth(key: str = KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture(scope="module")
+def agent() -> ScriptedAgent:
+    return ScriptedAgent()
+
+
+@pytest.fixture(scope="module")
+def url(agent: ScriptedAgent) -> Iterator[str]:
+    """One keyed server for the tests that only read; limit tests start their own."""
+    with live_server(agent, api_key=KEY, request_deadline_s=120.0, max_concurrency=4) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def client(url: str) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0, timeout=20.0) as c:
+        yield c
+
+
+# --------------------------------------------------------------------------- the endpoints
+
+
+def test_ask_returns_the_cited_result(url: str, agent: ScriptedAgent) -> None:
+    r = httpx.post(
+        url + "/v1/ask",
+        json={"question": f"  {QUESTION}\n", "thread_id": "t-1"},
+        headers=auth(),
+        timeout=TIMEOUT,
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    for key in ("answer", "short_answer", "citations", "sub_queries", "llm_calls", "trace"):
+        assert key in body
+    assert body["answer"] == ANSWER
+    assert body["short_answer"] == "the Seine"
+    assert [c["n"] for c in body["citations"]] == [1, 2, 3]
+    assert [q["id"] for q in body["sub_queries"]] == ["q1", "q2"]
+    call = agent.calls[-1]
+    assert call["question"] == QUESTION  # cleaned once at the door
+    assert call["thread_id"] == "t-1"
+    assert call["deadline_s"] == 120.0
+
+
+def test_ask_stream_sends_every_trace_event_then_the_result(url: str) -> None:
+    with httpx.stream(
+        "POST", url + "/v1/ask/stream", json={"question": QUESTION}, headers=auth(), timeout=TIMEOUT
+    ) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = list(sse_events(r.iter_lines()))
+    assert [name for name, _ in events] == EVENT_KINDS
+    assert all(name == data["kind"] for name, data in events)
+    by_kind = {name: data for name, data in events}
+    assert by_kind["decompose"]["data"]["sub_queries"] == [
+        {"id": "q1", "query": "In which city does the Eiffel Tower stand?"}
+    ]
+    search = by_kind["search"]["data"]
+    for key in ("sub_query_id", "searcher", "query", "hits", "attempts", "best_attempt", "stopped"):
+        assert key in search
+    assert by_kind["result"]["data"]["answer"] == ANSWER
+
+
+def test_openai_client_non_streaming(client: openai.OpenAI, agent: ScriptedAgent) -> None:
+    completion = client.chat.completions.create(
+        model="whatever-the-client-likes",
+        messages=[
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": QUESTION},
+        ],
+        user="conversation-7",
+    )
+    assert completion.object == "chat.completion"
+    assert completion.model == "hoptree"
+    content = completion.choices[0].message.content or ""
+    assert content.startswith(ANSWER)
+    assert "Sources:\n[1] Eiffel Tower" in content
+    assert "[2] Seine" in content
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage is not None
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (5120, 384)
+    assert completion.usage.total_tokens == 5504
+    assert agent.calls[-1]["thread_id"] == "conversation-7"
+    assert (completion.model_extra or {})["hoptree"]["short_answer"] == "the Seine"
+
+
+def test_openai_client_text_parts_and_thread_header(
+    client: openai.OpenAI, agent: ScriptedAgent
+) -> None:
+    completion = client.chat.completions.create(
+        model="hoptree",
+        messages=[
+            {"role": "user", "content": "Where is the Eiffel Tower?"},
+            {"role": "assistant", "content": "In Paris [1]."},
+            {"role": "user", "content": [{"type": "text", "text": "Which river flows there?"}]},
+        ],
+        user="ignored-when-the-header-is-set",
+        extra_headers={"X-Hoptree-Thread": "thread-from-header"},
+    )
+    assert completion.choices[0].message.content
+    assert agent.calls[-1]["question"] == "Which river flows there?"  # the last user turn only
+    assert agent.calls[-1]["thread_id"] == "thread-from-header"
+
+
+def test_openai_client_streaming(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="hoptree",
+        messages=[{"role": "user", "content": QUESTION}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    pieces: list[str] = []
+    finish = None
+    usage = None
+    chunks = 0
+    for chunk in stream:
+        chunks += 1
+        assert chunk.object == "chat.completion.chunk"
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            pieces.append(choice.delta.content or "")
+            finish = choice.finish_reason or finish
+    content = "".join(pieces)
+    assert content.startswith(ANSWER)
+    assert "Sources:\n[1] Eiffel Tower" in content
+    assert chunks > 3  # the answer really arrives in pieces
+    assert finish == "stop"
+    assert usage is not None and usage.prompt_tokens == 5120
+
+
+def test_models_searchers_health_and_docs(client: openai.OpenAI, url: str) -> None:
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["hoptree"]
+    assert client.models.retrieve("hoptree").id == "hoptree"
+    r = httpx.get(url + "/v1/searchers", headers=auth(), timeout=TIMEOUT)
+    assert r.json()["searchers"] == ["sparse", "dense"]
+    assert httpx.get(url + "/healthz", timeout=TIMEOUT).json()["status"] == "ok"
+    assert httpx.get(url + "/docs", timeout=TIMEOUT).status_code == 200
+    paths = httpx.get(url + "/openapi.json", timeout=TIMEOUT).json()["paths"]
+    assert {"/v1/ask", "/v1/ask/stream", "/v1/chat/completions"} <= set(paths)
+    page = httpx.get(url + "/", timeout=TIMEOUT)
+    assert page.status_code == 200 and "hoptree" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_errors_have_the_openai_shape(url: str) -> None:
+    r = httpx.get(url + "/v1/nowhere", headers=auth(), timeout=TIMEOUT)
+    assert r.status_code == 404
+    assert set(r.json()["error"]) >= {"message", "type"}
+    r = httpx.post(url + "/v1/ask", json={"thread_id": "x"}, headers=auth(), timeout=TIMEOUT)
+    assert r.status_code == 422
+    assert "question" in r.json()["error"]["message"]
+    r = httpx.post(
+        url + "/v1/ask",
+        json={"question": QUESTION, "thread_id": "has spaces"},
+        headers=auth(),
+        timeout=TIMEOUT,
+    )
+    assert r.status_code == 422 and "thread_id" in r.json()["error"]["message"]
+    r = httpx.post(
+        url + "/v1/chat/completions",
+        json={"model": "x", "messages": [{"role": "system", "content": "hi"}]},
+        headers=auth(),
+        timeout=TIMEOUT,
+    )
+    assert r.status_code == 422 and "no user message" in r.json()["error"]["message"]
+
+
+# --------------------------------------------------------------------------- auth
+
+
+def test_auth_on_every_v1_endpoint(url: str) -> None:
+    for method, path, body in (
+        ("POST", "/v1/ask", {"question": QUESTION}),
+        ("POST", "/v1/ask/stream", {"question": QUESTION}),
+        ("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "q?"}]}),
+        ("GET", "/v1/models", None),
+        ("GET", "/v1/searchers", None),
+    ):
+        for headers in ({}, auth("wrong-key"), {"Authorization": f"Basic {KEY}"}):
+            r = httpx.request(method, url + path, json=body, headers=headers, timeout=TIMEOUT)
+            assert r.status_code == 401, (path, headers, r.text)
+            assert r.json()["error"]["type"] == "authentication_error"
+            assert r.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(url + "/v1/models", headers=auth(), timeout=TIMEOUT).status_code == 200
+    assert httpx.get(url + "/healthz", timeout=TIMEOUT).status_code == 200
+    assert httpx.get(url + "/", timeout=TIMEOUT).status_code == 200
+
+
+def test_openai_client_with_a_wrong_key(url: str) -> None:
+    with (
+        openai.OpenAI(base_url=url + "/v1", api_key="nope", max_retries=0, timeout=20.0) as c,
+        pytest.raises(openai.AuthenticationError) as info,
+    ):
+        c.chat.completions.create(model="hoptree", messages=[{"role": "user", "content": "q?"}])
+    assert "API key" in str(info.value)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_body_too_large_by_content_length_and_by_bytes() -> None:
+    with live_server(ScriptedAgent(), max_body_bytes=2048) as base:
+        big = json.dumps({"question": "x" * 3000})
+        r = httpx.post(
+            base + "/v1/ask",
+            content=big,
+            headers={"Content-Type": "application/json"},
+            timeout=TIMEOUT,
+        )
+        assert r.status_code == 413
+        assert r.json()["error"]["code"] == "request_too_large"
+
+        def chunked() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding: chunked
+            for i in range(0, len(big), 500):
+                yield big[i : i + 500].encode()
+
+        r = httpx.post(
+            base + "/v1/ask",
+            content=chunked(),
+            headers={"Content-Type": "application/json"},
+            timeout=TIMEOUT,
+        )
+        assert r.status_code == 413
+        # a small chunked body still gets through
+        small = json.dumps({"question": QUESTION}).encode()
+        r = httpx.post(
+            base + "/v1/ask",
+            content=iter([small[:10], small[10:]]),
+            headers={"Content-Type": "application/json"},
+            timeout=TIMEOUT,
+        )
+        assert r.status_code == 200, r.text
+
+
+def test_question_empty_or_oversized_is_422() -> None:
+    agent = ScriptedAgent()
+    with live_server(agent, max_question_chars=50) as base:
+        for question in ("", "   \n\t "):
+            for path in ("/v1/ask", "/v1/ask/stream"):
+                r = httpx.post(base + path, json={"question": question}, timeout=TIMEOUT)
+                assert r.status_code == 422
+                assert r.json()["error"]["message"] == "the question is empty"
+        r = httpx.post(base + "/v1/ask", json={"question": "why " * 20}, timeout=TIMEOUT)
+        assert r.status_code == 422
+        assert "the limit is 50" in r.json()["error"]["message"]
+        r = httpx.post(
+            base + "/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "why " * 20}]},
+            timeout=TIMEOUT,
+        )
+        assert r.status_code == 422
+    assert agent.calls == []  # refused before any run started
+
+
+def test_concurrency_limit_gives_429_with_retry_after() -> None:
+    agent = ScriptedAgent(latency_s=0.25)  # ~3 s per run: long enough to fill the slots
+    with live_server(agent, max_concurrency=2) as base, ThreadPoolExecutor(2) as pool:
+        running = [
+            pool.submit(httpx.post, base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+            for _ in range(2)
+        ]
+        assert agent.wait_active(2, timeout_s=10)
+        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.status_code == 429
+        assert r.json()["error"]["type"] == "rate_limit_error"
+        assert 1 <= int(r.headers["retry-after"]) <= 60
+        r = httpx.post(base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.status_code == 429  # streams count too, and are refused before streaming
+        with (
+            openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c,
+            pytest.raises(openai.RateLimitError),
+        ):
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": "q?"}])
+        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 2
+        assert [f.result(timeout=30).status_code for f in running] == [200, 200]
+        assert agent.max_active == 2
+        # the slots are free again
+        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.status_code == 200
+
+
+def test_deadline_gives_504_and_cancels_the_run() -> None:
+    agent = ScriptedAgent(latency_s=5.0)
+    with live_server(agent, request_deadline_s=0.3) as base:
+        started = time.monotonic()
+        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.status_code == 504
+        assert time.monotonic() - started < 4.0
+        assert r.json()["error"]["code"] == "deadline_exceeded"
+        assert r.headers["x-should-retry"] == "false"  # OpenAI clients must not rerun it
+        assert agent.calls[-1]["deadline_s"] == 0.3
+        assert agent.cancelled.wait(5)
+
+        with httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as s:
+            events = list(sse_events(s.iter_lines()))
+        assert [name for name, _ in events] == ["started", "error"]
+        error = events[-1][1]["data"]
+        assert error["fatal"] is True and error["type"] == "timeout"
+        assert "deadline of 0.3 s" in error["error"]
+        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 0
+
+
+def _wait_idle(base: str, timeout_s: float = 5.0) -> bool:
+    ends = time.monotonic() + timeout_s
+    while time.monotonic() < ends:
+        if httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_client_disconnect_cancels_a_streaming_run() -> None:
+    agent = ScriptedAgent(latency_s=2.0)
+    with live_server(agent, max_concurrency=1) as base:
+        with httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as s:
+            first = next(sse_events(s.iter_lines()))
+            assert first[0] == "started"
+        # the response is closed mid-run: the agent's stream must be cancelled, the slot freed
+        assert agent.cancelled.wait(5), "the run went on after its client left"
+        assert agent.completed == 0
+        assert _wait_idle(base)
+
+
+def test_client_disconnect_cancels_a_non_streaming_run() -> None:
+    agent = ScriptedAgent(latency_s=2.0)
+    with live_server(agent, max_concurrency=1) as base:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=0.5)
+        assert agent.cancelled.wait(5)
+        assert _wait_idle(base)
+
+
+def test_agent_failure_mid_stream_is_an_error_event_and_the_server_stays_up() -> None:
+    agent = ScriptedAgent(fail_after=4)
+    with live_server(agent) as base:
+        with httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as s:
+            events = list(sse_events(s.iter_lines()))
+        assert [name for name, _ in events] == ["started", "decompose", "search", "search", "error"]
+        error = events[-1][1]["data"]
+        assert error["fatal"] is True
+        assert "unreachable: connection refused" in error["error"]
+
+        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.status_code == 502
+        assert "unreachable" in r.json()["error"]["message"]
+        assert r.headers["x-should-retry"] == "false"
+
+        with openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c:
+            stream = c.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "q?"}], stream=True
+            )
+            with pytest.raises(openai.APIError, match="unreachable"):
+                for _ in stream:
+                    pass
+        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json() == {
+            "status": "ok",
+            "running": 0,
+            "max_concurrency": 2,
+        }
+
+
+def test_agent_final_error_event_is_passed_on_once() -> None:
+    agent = ScriptedAgent(fail_after=2, fail_mode="event", fail_message="decompose failed")
+    with (
+        live_server(agent) as base,
+        httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as s,
+    ):
+        events = list(sse_events(s.iter_lines()))
+    assert [name for name, _ in events] == ["started", "decompose", "error"]
+    assert events[-1][1]["data"] == {"error": "decompose failed", "where": "decompose"}
+
+
+# --------------------------------------------------------------------------- serving
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
+def test_is_loopback_host(host: str, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback
+
+
+async def test_serve_refuses_a_public_host_without_a_key() -> None:
+    with pytest.raises(ServeRefused, match="without an API key"):
+        await serve(ScriptedAgent(), ServerSettings(host="0.0.0.0", port=0))
+    with pytest.raises(ServeRefused):
+        check_bind_allowed(ServerSettings(host="0.0.0.0", api_key=SecretStr("  ")))
+    check_bind_allowed(ServerSettings(host="0.0.0.0", api_key=SecretStr(KEY)))
+    check_bind_allowed(ServerSettings(host="127.0.0.1"))
+
+
+def test_text_pieces_rejoin_exactly() -> None:
+    text = ANSWER + "\n\nSources:\n[1] Eiffel Tower (eiffel-tower-3f2a)" + " x" * 100
+    pieces = text_pieces(text, size=40)
+    assert "".join(pieces) == text
+    assert len(pieces) > 3 and all(len(p) <= 40 for p in pieces)
+    assert text_pieces("") == []
+    assert "".join(text_pieces("a" * 130, size=40)) == "a" * 130
+
+
+SERVE_SCRIPT = """
+import sys
+from contextlib import asynccontextmanager
+import typer
+from agent.cli_serve import add_serve_command
+from agent.settings import load_settings
+from tests.fake_agent import ScriptedAgent
+
+@asynccontextmanager
+async def open_agent(index):
+    yield ScriptedAgent()
+
+app = typer.Typer()
+add_serve_command(app, open_agent, load_settings=lambda: load_settings())
+@app.command("noop")
+def noop() -> None: ...
+app(sys.argv[1:])
+"""
+
+
+def _serve_cli(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    env["HOPTREE_DATA_DIR"] = str(tmp_path / "data")
+    return subprocess.Popen(
+        [sys.executable, "-c", SERVE_SCRIPT, "serve", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_command_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    proc = _serve_cli(tmp_path, "--index", str(tmp_path), "--port", "0")
+    try:
+        assert proc.stdout is not None
+        line = ""
+        ends = time.monotonic() + 30
+        while "serving" not in line and time.monotonic() < ends:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+        assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.stderr else "")
+        base = line.split("at ")[1].strip().rstrip("/")
+        assert httpx.get(base + "/healthz", timeout=TIMEOUT).status_code == 200
+        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+        assert r.json()["short_answer"] == "the Seine"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_serve_command_refuses_a_public_host_without_a_key(tmp_path: Path) -> None:
+    proc = _serve_cli(tmp_path, "--index", str(tmp_path), "--host", "0.0.0.0")
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 2
+    assert "refusing to serve on '0.0.0.0' without an API key" in " ".join(stderr.split())

@@ -1,0 +1,62 @@
+"""The real planner behind the real HTTP server: the graph, its trace events and its result
+reach clients unchanged. The chat model is scripted (routed by prompt), the index is real tantivy.
+"""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+from agent.hoptree_agent import HoptreeAgent
+from agent.settings import BudgetSettings, PlannerSettings
+from tests.live_server import live_server
+from tests.test_http_api import sse_events
+from tests.test_planner import KeywordSearcher, index, two_hop_chat  # noqa: F401 (fixture)
+
+QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
+TIMEOUT = httpx.Timeout(60.0)
+
+
+def planner(index) -> HoptreeAgent:  # noqa: F811
+    return HoptreeAgent(
+        two_hop_chat(),
+        {"keywords": KeywordSearcher(index)},
+        planner=PlannerSettings(),
+        budgets=BudgetSettings(),
+        llm_timeout_s=10,
+    )
+
+
+def test_the_planners_trace_streams_over_sse(index) -> None:  # noqa: F811
+    with (
+        live_server(planner(index)) as base,
+        httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as r,
+    ):
+        assert r.status_code == 200
+        events = list(sse_events(r.iter_lines()))
+    kinds = [name for name, _ in events]
+    assert kinds[:2] == ["started", "decompose"] and kinds[-2:] == ["answer", "result"]
+    assert kinds.count("search") == 3 and kinds.count("verify") == 2
+    result = events[-1][1]["data"]
+    assert result["short_answer"] == "the Seine"
+    assert [q["query"] for q in result["sub_queries"]][-1] == "river that flows through Paris"
+    assert {c["id"] for c in result["citations"]} == {"paris", "seine"}
+
+
+def test_the_openai_client_gets_the_planners_cited_answer(index) -> None:  # noqa: F811
+    with live_server(planner(index)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=60, max_retries=0)
+        completion = client.chat.completions.create(
+            model="hoptree", messages=[{"role": "user", "content": QUESTION}]
+        )
+        stream = client.chat.completions.create(
+            model="hoptree", messages=[{"role": "user", "content": QUESTION}], stream=True
+        )
+        streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    content = completion.choices[0].message.content or ""
+    assert content.startswith("The Eiffel Tower is in Paris [1]")
+    assert "Sources:" in content and "Seine" in content.split("Sources:")[1]
+    assert streamed == content
+    assert completion.usage is not None and completion.usage.prompt_tokens > 0

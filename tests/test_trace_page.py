@@ -1,0 +1,164 @@
+"""The live trace page in a real headless Chromium (Debian's), against the real server and the
+scripted agent: the key prompt, the plan tree growing from the SSE stream, the cited answer, and
+a citation opening its passage. A screenshot lands in ``tests/artifacts/trace_page.png``.
+
+No browser download ever happens here (``playwright install`` is never run): the test drives
+``/usr/bin/chromium``. Without it the test is skipped, unless ``CI`` is set, where a missing
+browser is a broken machine and fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_agent import ScriptedAgent
+from tests.live_server import live_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+API_KEY = "page-test-key"
+
+
+def _require_browser() -> None:
+    missing = []
+    if not CHROMIUM.exists():
+        missing.append(f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the playwright package is missing (pip install -e '.[dev]')")
+    if missing:
+        reason = "; ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the trace page test to run: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def page() -> Iterator:
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
+        )
+        try:
+            context = browser.new_context(viewport={"width": 1360, "height": 1000})
+            tab = context.new_page()
+            tab.set_default_timeout(20_000)
+            errors: list[str] = []
+            tab.on("pageerror", lambda exc: errors.append(str(exc)))
+            tab.on(
+                "console",
+                lambda msg: (
+                    errors.append(msg.text)
+                    if msg.type == "error" and "401" not in msg.text
+                    else None
+                ),
+            )
+            yield tab
+            assert not errors, f"the page logged errors: {errors}"
+        finally:
+            browser.close()
+
+
+def test_trace_page_grows_the_plan_and_opens_citations(page) -> None:
+    from playwright.sync_api import expect
+
+    agent = ScriptedAgent(latency_s=0.15)
+    with live_server(agent, api_key=API_KEY) as url:
+        page.goto(url + "/")
+        # The server says 401: the page asks for the key and keeps it in sessionStorage.
+        expect(page.locator("#key-form")).to_be_visible()
+        page.fill("#api-key", API_KEY)
+        page.click("#key-save")
+        expect(page.locator("#key-form")).to_be_hidden()
+        expect(page.locator("#searcher-chips .chip")).to_have_count(2)
+        assert page.evaluate("sessionStorage.getItem('hoptree.apiKey')") == API_KEY
+
+        page.fill("#question", "Which river flows through the city where the Eiffel Tower stands?")
+        page.click("#ask")
+
+        # While it runs, the tree grows: the first atomic query shows before the answer exists.
+        expect(page.locator('.subquery[data-id="q1"]')).to_be_visible()
+        expect(page.locator("#stop")).to_be_visible()
+
+        # The finished tree: two rounds, two atomic queries (one a follow-up), four searches.
+        expect(page.locator(".short-answer")).to_have_text("the Seine")
+        expect(page.locator(".round")).to_have_count(2)
+        expect(page.locator(".subquery")).to_have_count(2)
+        expect(page.locator('.subquery[data-id="q2"] .badge.warn')).to_have_text("follow-up")
+        expect(page.locator("details.search")).to_have_count(4)
+        # The sparse searcher's refinement: an "extend" child under the "rewrite" root.
+        q1_sparse = page.locator('.subquery[data-id="q1"] details.search[data-searcher="sparse"]')
+        expect(q1_sparse.locator(".attempt")).to_have_count(2)
+        expect(
+            q1_sparse.locator('.attempt[data-op="rewrite"] .attempt[data-op="extend"]')
+        ).to_contain_text("Paris")
+        expect(q1_sparse.locator(".best")).to_have_count(1)
+        expect(page.locator(".summary")).to_have_count(2)
+        expect(page.locator(".verdict.no")).to_contain_text("which river flows through Paris")
+        expect(page.locator(".verdict.ok")).to_have_count(1)
+        expect(page.locator("#stop")).to_be_hidden()
+        expect(page.locator("#status")).to_contain_text("stopped: sufficient")
+
+        # Every [n] of the answer is a button; [2] shows the Seine passage.
+        expect(page.locator(".long-answer .cite")).to_have_count(3)
+        page.locator('.long-answer .cite[data-n="2"]').click()
+        passage = page.locator("#passage-card")
+        expect(passage).to_be_visible()
+        expect(passage.locator("h3")).to_have_text("[2] Seine")
+        expect(passage.locator("blockquote")).to_contain_text("flows through Paris")
+        expect(page.locator('.long-answer .cite[data-n="2"]')).to_have_class("cite active")
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(
+            path=str(ARTIFACTS / "trace_page.png"), full_page=True, animations="disabled"
+        )
+        assert agent.completed == 1
+
+
+def test_trace_page_shows_a_failed_run(page) -> None:
+    from playwright.sync_api import expect
+
+    agent = ScriptedAgent(fail_after=4, fail_message="chat endpoint down: connection refused")
+    with live_server(agent) as url:
+        page.goto(url + "/")
+        expect(page.locator("#searcher-chips .chip")).to_have_count(2)
+        page.fill("#question", "Which river?")
+        page.click("#ask")
+        expect(page.locator("#banner")).to_contain_text("chat endpoint down")
+        expect(page.locator("#status")).to_have_text("failed")
+        expect(page.locator("#ask")).to_be_enabled()
+        # the tree keeps what was found before the failure
+        expect(page.locator("details.search")).to_have_count(2)
+
+
+def test_trace_page_stop_cancels_the_run(page) -> None:
+    from playwright.sync_api import expect
+
+    agent = ScriptedAgent(latency_s=1.0)
+    with live_server(agent) as url:
+        page.goto(url + "/")
+        page.fill("#question", "Which river?")
+        page.press("#question", "Enter")  # Enter asks; Shift+Enter would be a new line
+        expect(page.locator('.subquery[data-id="q1"]')).to_be_visible()
+        page.click("#stop")
+        expect(page.locator("#status")).to_contain_text("stopped")
+        assert agent.cancelled.wait(5), "closing the stream in the page did not cancel the run"
+        assert agent.completed == 0
