@@ -1,0 +1,310 @@
+"""A loopback stand-in for an OpenAI-compatible chat endpoint, for load tests of the real planner.
+
+``POST /v1/chat/completions`` sleeps a fixed latency, then answers schema-valid JSON for the
+prompt it was sent. The prompt kind is recognised from the system message: every template in
+``prompts/*.txt`` is read at start-up and its system text (up to its first ``{field}``) is the
+prefix that names it, so the stub follows the prompt files as they change. The replies are
+plausible, deterministic and grounded in the passages of the prompt where the planner checks
+(an extracted span is copied from passage 1, summaries and answers cite passage 1), and a run
+takes the planner's usual two-round shape: decompose (the quoted name and the question), search,
+summarize, verify (not yet sufficient while fewer than three atomic queries have findings),
+supplement (one follow-up query), search, summarize, verify (sufficient), answer.
+
+``usage`` carries token counts (about 4 characters a token). ``GET /stats`` returns calls per
+prompt kind, unknown prompts, requests with ``stream`` and the largest number of calls in flight.
+``stream: true`` is answered as server-sent chunks, the same content split in two.
+
+    python benchmarks/stub_chat_server.py [--port 0] [--latency 0.2] [--log-first]
+
+prints ``READY http://127.0.0.1:PORT`` once listening; runs until SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+PROMPT_DIR = Path(__file__).resolve().parents[1] / "prompts"
+STOPWORDS = frozenset(
+    """a an the of in on at to for by with from and or is was were are be been who whom whose
+    what which when where why how did does do had has have that this these those their its it
+    they he she his her as into than then""".split()
+)
+_WORD = re.compile(r"[\w'’-]+")
+_QUOTED = re.compile(r'"([^"]+)"')
+ROUNDS_OF_FINDINGS = 3  # the verifier is satisfied once this many atomic queries have findings
+_NUMBERED = re.compile(r"^\[(\d+)\]\s*([^:\n]*):\s*(.*)$", re.MULTILINE)
+
+
+def prompt_prefixes(prompt_dir: Path = PROMPT_DIR) -> list[tuple[str, str]]:
+    """(kind, system-text prefix) for every prompt template, longest prefix first."""
+    found = []
+    for path in sorted(prompt_dir.glob("*.txt")):
+        text = path.read_text(encoding="utf-8")
+        system = text.split("[system]", 1)[-1].split("[user]", 1)[0]
+        prefix = " ".join(system.split("{", 1)[0].split())[:120]
+        if prefix:
+            found.append((path.stem, prefix))
+    return sorted(found, key=lambda kv: -len(kv[1]))
+
+
+def _field(text: str, name: str) -> str:
+    """The rest of the line after ``Name:`` in a user message ("Query: ...")."""
+    match = re.search(rf"^{name}:\s*(.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else ""
+
+
+def _keywords(text: str, limit: int = 8) -> str:
+    quoted = [f'"{q}"' for q in _QUOTED.findall(text)]
+    rest = _QUOTED.sub(" ", text)
+    words = [w for w in _WORD.findall(rest) if w.casefold() not in STOPWORDS]
+    return " ".join([*quoted, *words][:limit])
+
+
+def _passages(text: str) -> list[tuple[int, str, str]]:
+    return [(int(n), title.strip(), body.strip()) for n, title, body in _NUMBERED.findall(text)]
+
+
+def _findings(text: str) -> list[tuple[str, str]]:
+    """(query, summary) of each ``- query -> summary`` line of a verify/supplement prompt."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("- ") and " -> " in line:
+            query, summary = line[2:].split(" -> ", 1)
+            found.append((query.strip(), summary.strip()))
+    return found
+
+
+def _sentence(text: str, limit: int = 200) -> str:
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return first[:limit].rsplit(" ", 1)[0] if len(first) > limit else first
+
+
+def reply_for(kind: str, user: str) -> dict[str, Any] | str:
+    """The reply content for one prompt kind (a dict is sent as JSON)."""
+    passages = _passages(user)
+    top_title = passages[0][1] if passages else ""
+    top_text = passages[0][2] if passages else ""
+    if kind == "decompose":
+        question = _field(user, "Question")
+        names = _QUOTED.findall(question)
+        queries = [f"{name}" for name in names[:1]] + [question]
+        return {"queries": [q for q in queries if q]}
+    if kind == "supplement":
+        findings = _findings(user)
+        if len(findings) >= ROUNDS_OF_FINDINGS or not findings:
+            return {"queries": []}
+        subject = findings[0][1].split(":", 1)[0].strip() or findings[0][0]
+        return {"queries": [f"history of {subject}"]}
+    if kind == "summarize":
+        if not passages:
+            return {"answer": "The passages do not contain the answer.", "passages": []}
+        return {"answer": f"{top_title}: {_sentence(top_text)}", "passages": [passages[0][0]]}
+    if kind == "verify":
+        enough = len(_findings(user)) >= ROUNDS_OF_FINDINGS
+        return {"sufficient": enough, "missing": "" if enough else "more about the subject"}
+    if kind == "answer":
+        return {
+            "short_answer": top_title or "unknown",
+            "answer": f"{top_title}: {_sentence(top_text)} [1]" if passages else "Unknown.",
+        }
+    if kind == "closed_book":
+        return {"answer": "unknown"}
+    if kind == "rag_answer":
+        return {"answer": top_title or "unknown"}
+    if kind == "sparse_rewrite":
+        return {"query": _keywords(_field(user, "Query")) or "unknown"}
+    if kind == "hyde":
+        query = _field(user, "Query")
+        return {"passage": f"{query} is described in reference works. {query} is well known."}
+    if kind in ("sparse_extend", "sparse_emphasize", "sparse_filter"):
+        search = _field(user, "Current search").casefold()
+        source = _field(user, "Query") if kind == "sparse_emphasize" else top_title
+        if kind == "sparse_filter" and len(passages) > 1:
+            source = passages[-1][1]
+        words = [w for w in _WORD.findall(source) if w.casefold() not in STOPWORDS]
+        fresh = [w for w in words if w.casefold() not in search] or words or ["information"]
+        return {"keyword": fresh[0]}
+    if kind == "searcher_extract":
+        return {"answer": top_title}
+    if kind == "searcher_verify":
+        return {"answers_query": bool(passages)}
+    if kind == "tree_summary":
+        return " ".join(f"{title}: {_sentence(body)}" for _, title, body in passages[:4])
+    raise KeyError(kind)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+class StubChat:
+    def __init__(self, latency_s: float, log_first: bool = False) -> None:
+        self.latency_s = latency_s
+        self.log_first = log_first
+        self.prefixes = prompt_prefixes()
+        self.calls: Counter[str] = Counter()
+        self.streamed = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.started = time.monotonic()
+
+    def kind_of(self, messages: list[dict[str, Any]]) -> str:
+        system = " ".join(
+            " ".join(_text(m.get("content")).split())
+            for m in messages
+            if m.get("role") in ("system", "developer")
+        )
+        for kind, prefix in self.prefixes:
+            if system.startswith(prefix):
+                return kind
+        return "unknown"
+
+    async def completions(self, request: Request) -> Response:
+        body = await request.json()
+        if self.log_first:
+            self.log_first = False
+            print("FIRST REQUEST " + json.dumps(body)[:4000], file=sys.stderr, flush=True)
+        messages = body.get("messages") or []
+        kind = self.kind_of(messages)
+        self.calls[kind] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.latency_s)
+        finally:
+            self.in_flight -= 1
+        user = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
+        try:
+            reply = reply_for(kind, user)
+        except KeyError:
+            error = {"message": f"stub: unrecognised prompt (system message: {messages[:1]!r})"}
+            return JSONResponse({"error": {**error, "type": "invalid_request_error"}}, 400)
+        content = reply if isinstance(reply, str) else json.dumps(reply)
+        prompt_chars = sum(len(_text(m.get("content"))) for m in messages)
+        usage = {
+            "prompt_tokens": max(1, prompt_chars // 4),
+            "completion_tokens": max(1, len(content) // 4),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        model = str(body.get("model") or "stub")
+        ident, created = f"chatcmpl-{uuid.uuid4().hex[:16]}", int(time.time())
+        if body.get("stream"):
+            self.streamed += 1
+            return StreamingResponse(
+                self._chunks(ident, created, model, content, usage), media_type="text/event-stream"
+            )
+        return JSONResponse(
+            {
+                "id": ident,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+    async def _chunks(self, ident: str, created: int, model: str, content: str, usage: Any) -> Any:
+        half = len(content) // 2
+        deltas = [{"role": "assistant", "content": content[:half]}, {"content": content[half:]}]
+        for n, delta in enumerate(deltas):
+            finish = "stop" if n == len(deltas) - 1 else None
+            chunk = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            yield f"data: {json.dumps(chunk)}\n\n"
+        usage_chunk = {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": usage,
+        }
+        yield f"data: {json.dumps(usage_chunk)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    async def stats(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "calls": dict(self.calls),
+                "total": sum(self.calls.values()),
+                "unknown": self.calls.get("unknown", 0),
+                "streamed": self.streamed,
+                "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight,
+                "latency_s": self.latency_s,
+                "uptime_s": round(time.monotonic() - self.started, 1),
+            }
+        )
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.completions, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/stats", self.stats, methods=["GET"]),
+            ]
+        )
+
+
+class _Server(uvicorn.Server):
+    """Prints ``READY <url>`` with the bound port once listening."""
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.servers:
+            port = self.servers[0].sockets[0].getsockname()[1]
+            print(f"READY http://127.0.0.1:{port}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="0 = a free port")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call")
+    parser.add_argument("--log-first", action="store_true", help="print the first request body")
+    args = parser.parse_args()
+    stub = StubChat(args.latency, log_first=args.log_first)
+    config = uvicorn.Config(
+        stub.app(), host="127.0.0.1", port=args.port, log_level="error", access_log=False
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_Server(config).serve())
+
+
+if __name__ == "__main__":
+    main()
