@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.cli_plugins import mount_command_plugins
 from agent.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(
@@ -283,6 +284,7 @@ def _mount_subcommands() -> None:
 
 
 _mount_subcommands()
+mount_command_plugins(app)  # `hoptree eval` and any other package's commands
 
 
 def main() -> None:

@@ -205,6 +205,7 @@ class HoptreeAgent:
             thread_id=state.get("thread_id"),
             trace=list(run.events),
             errors=list(state.get("errors", [])),
+            sources=list(state.get("sources", [])),
         )
 
 

@@ -606,10 +606,15 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         (time.monotonic() - started) * 1000,
     )
     turn = {"question": state["question"], "short_answer": short}
+    shown_sources = [
+        {"n": n, "id": src["id"], "title": src["title"], "text": src["text"]}
+        for n, src in enumerate(sources, start=1)
+    ]
     return {
         "short_answer": short,
         "answer": text,
         "citations": citations,
+        "sources": shown_sources,
         "stopped": state.get("stopped") or "sufficient",
         "history": [*state.get("history", []), turn][-10:],
     }

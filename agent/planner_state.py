@@ -61,6 +61,7 @@ class PlannerState(TypedDict, total=False):
     short_answer: str
     answer: str
     citations: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
 
 
 class SearchTask(TypedDict):
@@ -90,6 +91,7 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "short_answer": "",
         "answer": "",
         "citations": [],
+        "sources": [],
     }
 
 

@@ -93,6 +93,8 @@ class AskResult:
     thread_id: str | None = None
     trace: list[TraceEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # the passages the answer step was shown, numbered as [n] there (citations are a subset)
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -109,6 +111,7 @@ class AskResult:
             "seconds": round(self.seconds, 2),
             "thread_id": self.thread_id,
             "errors": self.errors,
+            "sources": self.sources,
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]

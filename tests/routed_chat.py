@@ -20,7 +20,7 @@ from tests.scripted_chat import ScriptedChatModel
 
 # a phrase of each prompt's system text -> route name
 ROUTES = {
-    "Break the user's question": "decompose",
+    "Split the user's question": "decompose",
     "Answer the search query using only": "summarize",
     "You check whether the findings": "verify",
     "Propose new search queries": "supplement",
@@ -29,6 +29,8 @@ ROUTES = {
     "You judge search results": "judge",
     "You write keyword queries": "rewrite",
     "encyclopedia-style passage": "hyde",
+    "You answer questions from numbered passages": "rag_answer",
+    "Answer the question from your own knowledge": "closed_book",
 }
 
 Route = str | Callable[[list[BaseMessage]], str]
