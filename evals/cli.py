@@ -1,0 +1,221 @@
+"""``hoptree eval run|compare|pipelines``: the evaluation suites on the command line.
+
+A typer sub-app mounted by ``agent`` through the entry-point group ``hoptree.commands``
+(``agent.cli_plugins``), because ``agent`` must not import ``evals``. Commands validate their
+input (pipeline name, dataset file and layout, output directory) before any model starts, so a
+typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
+tables go to stdout, progress bars to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evals.corpora import CorpusSetupError
+from evals.datasets import DatasetError, resolve_format
+from evals.pipelines import DEFAULT_K, PIPELINES, EvalContext, PipelineError, get_pipeline
+from evals.report import (
+    REPORT_FILE,
+    ReportError,
+    comparison_markdown,
+    comparison_rows,
+    comparison_warnings,
+    load_metrics,
+    plot_scores,
+    run_labels,
+)
+from evals.runner import EvalRunError, RunConfig, run_eval
+
+eval_app = typer.Typer(
+    help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA files and compare runs.",
+    no_args_is_help=True,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    """Exit 2 after one unwrapped line: messages carry FILE:LINE and paths users grep for."""
+    err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True, highlight=False)
+    return typer.Exit(2)
+
+
+def _settings() -> Any:
+    from agent.cli import settings_or_exit  # late: agent.cli mounts this app
+
+    return settings_or_exit()
+
+
+def _metrics_table(metrics: dict[str, Any]) -> Table:
+    table = Table(title=f"{metrics['pipeline']} ({metrics['setting']}, n={metrics['n']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in (
+        "em",
+        "f1",
+        "acc",
+        "retrieval_success",
+        "gold_recall",
+        "llm_calls_per_question",
+        "prompt_tokens_per_question",
+        "seconds_per_question",
+        "errors",
+    ):
+        value = metrics.get(key)
+        table.add_row(key, "n/a" if value is None else str(value))
+    return table
+
+
+@eval_app.command("run")
+def run_command(
+    dataset: Annotated[Path, typer.Option("--dataset", help="HotpotQA / FlashRAG jsonl file")],
+    pipeline: Annotated[str, typer.Option("--pipeline", help=f"one of: {', '.join(PIPELINES)}")],
+    out_dir: Annotated[Path, typer.Option("--out", help="run directory (resumable)")],
+    fmt: Annotated[str, typer.Option("--format", help="auto|hotpotqa|flashrag")] = "auto",
+    setting: Annotated[
+        str, typer.Option("--setting", help="open (one index of all paragraphs) | distractor")
+    ] = "open",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="the file's first N questions")
+    ] = None,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            help="questions at once (the embedded model decodes one request at a time; "
+            "raise HOPTREE_LLM__LOCAL_PARALLEL or use a served endpoint for more)",
+        ),
+    ] = 1,
+    index: Annotated[
+        Path | None,
+        typer.Option("--index", help="open setting: use this index (e.g. one with a tree)"),
+    ] = None,
+    k: Annotated[
+        int, typer.Option("-k", help="passages read by vanilla RAG and single searchers")
+    ] = DEFAULT_K,
+    passage_chars: Annotated[
+        int | None,
+        typer.Option("--passage-chars", help="characters per passage shown (default: planner's)"),
+    ] = None,
+) -> None:
+    """Run a pipeline over a question file; rerun the same command to resume."""
+    from agent.embeddings import EmbeddingModelError
+    from agent.indexing import build_progress
+    from agent.progress import byte_progress
+    from agent.runtime import Runtime
+    from searchers.corpus import CorpusError
+    from searchers.registry import SearcherRegistryError
+    from searchers.retrieval import RetrievalError
+
+    config = RunConfig(
+        dataset=dataset,
+        pipeline=pipeline,
+        out=out_dir,
+        fmt=fmt,
+        setting=setting,
+        limit=limit,
+        concurrency=concurrency,
+        index=index,
+    )
+    try:  # everything checkable without a model, checked first
+        config.check()
+        get_pipeline(pipeline)
+        resolve_format(dataset, fmt)
+        if k < 1 or (passage_chars is not None and passage_chars < 20):
+            raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
+    except (EvalRunError, PipelineError, DatasetError) as exc:
+        raise _fail(str(exc)) from exc
+    settings = _settings()
+    runtime = None
+    try:
+        with byte_progress("joining the local model") as joining:
+            runtime = Runtime(settings, progress=joining)
+            chat = runtime.chat  # starts the embedded model, if that is the one configured
+    except Exception as exc:
+        if runtime is not None:
+            runtime.close()
+        err.print(Text.assemble(("the chat model did not start: ", "red"), str(exc)))
+        raise typer.Exit(1) from exc
+    try:
+        context = EvalContext(
+            chat=chat.model,
+            settings=settings,
+            embeddings=runtime.embeddings,
+            model_label=chat.label,
+            k=k,
+            passage_chars=passage_chars,
+        )
+        metrics = asyncio.run(run_eval(config, context, index_progress=build_progress))
+    except (
+        EvalRunError,
+        PipelineError,
+        DatasetError,
+        CorpusSetupError,
+        CorpusError,
+        SearcherRegistryError,
+        RetrievalError,
+        EmbeddingModelError,
+    ) as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        runtime.close()
+    out.print(_metrics_table(metrics))
+    out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
+
+
+@eval_app.command("compare")
+def compare_command(
+    runs: Annotated[list[Path], typer.Argument(help="run directories (with metrics.json)")],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="also write the table as markdown here")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="write a grouped bar chart (PNG) here")
+    ] = None,
+) -> None:
+    """One table over several runs (and optionally a markdown file and a chart)."""
+    try:
+        loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
+    except ReportError as exc:
+        raise _fail(str(exc)) from exc
+    from evals.report import COMPARE_COLUMNS
+
+    table = Table(title="hoptree eval compare")
+    table.add_column("run", no_wrap=True)
+    for key, label in COMPARE_COLUMNS:
+        table.add_column(label, justify="left" if key in ("dataset", "setting") else "right")
+    for row in comparison_rows(loaded):
+        table.add_row(*row)
+    # Piped into a file, rich would squeeze 13 columns into 80; keep the table whole there.
+    console = out if out.is_terminal else Console(width=240)
+    console.print(table)
+    for note in comparison_warnings(loaded):
+        err.print(Text.assemble(("note: ", "yellow"), note), highlight=False)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(comparison_markdown(loaded), encoding="utf-8")
+        out.print(f"[dim]{markdown}[/dim]", highlight=False)
+    if plot is not None:
+        labelled = list(zip(run_labels(loaded), [m for _, m in loaded], strict=True))
+        datasets = sorted({Path(str(m.get("dataset"))).name for _, m in loaded})
+        plot_scores(labelled, plot, f"{len(loaded)} runs on {', '.join(datasets)}")
+        out.print(f"[dim]{plot}[/dim]", highlight=False)
+
+
+@eval_app.command("pipelines")
+def pipelines_command() -> None:
+    """List the pipelines that eval run --pipeline accepts."""
+    table = Table(title="pipelines")
+    table.add_column("name")
+    table.add_column("retrievers")
+    table.add_column("what it is")
+    for spec in PIPELINES.values():
+        table.add_row(spec.name, ", ".join(spec.needs) or "-", spec.description)
+    out.print(table)

@@ -1,0 +1,422 @@
+"""The systems an evaluation compares, by name: baselines, the planner, and its ablations.
+
+- ``no-retrieval``: the model's own knowledge (closed book).
+- ``bm25``, ``dense``, ``hybrid``: vanilla RAG; the top-k passages of a raw retriever on the
+  question (default k = 5) go into the ``rag_answer`` prompt.
+- ``sparse-searcher``, ``dense-searcher``: one low-level searcher (its LLM rewrite/refine loop)
+  on the question, then ``rag_answer`` over its top-k hits: what the searchers add on their own.
+- ``full``: the planner over the sparse and dense searchers; ``full+tree`` adds the RAPTOR tree
+  searcher; ``no-decompose``, ``no-summarize``, ``no-supplement``: the planner with that step
+  switched off (LevelRAG's table 2).
+
+Every pipeline reports the same ``PipelineOutput``: the short answer that is scored, the context
+texts the generator was shown (for retrieval success, exactly as shown: trimmed as the prompt
+trimmed them, titles included, passage numbers left out so "[1]" cannot match an answer "1"),
+the retrieved titles (for gold-paragraph recall), and the cost. Models arrive through an
+``EvalContext`` and retrievers through a ``Corpus``, so tests run every pipeline with a scripted
+chat model over a tiny real index, and the CLI with the real model behind the LLM cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableLambda
+from pydantic import BaseModel, Field
+
+import prompts
+from agent.closed_book import answer_closed_book
+from agent.hoptree_agent import HoptreeAgent
+from agent.results import AskResult
+from agent.searching import searcher_options
+from agent.settings import PlannerSettings, Settings
+from agent.usage import StepUsage, UsageTracker
+from evals.corpora import Corpus
+from evals.datasets import EvalQuestion
+from searchers.hybrid import HybridRetriever
+from searchers.passages import Hit, Passage, numbered_passages
+from searchers.registry import SearcherContext, SearcherRegistry, default_registry
+from searchers.retrieval import Retriever
+from searchers.searcher import BudgetMeter, SearchBudget, Searcher
+from searchers.structured_calls import ask
+
+T = TypeVar("T")
+DEFAULT_K = 5
+
+
+class PipelineError(ValueError):
+    """A pipeline that does not exist or cannot run as asked; raised before any question runs."""
+
+
+class RagAnswer(BaseModel):
+    answer: str = Field(description="a few words: a name, a date, a number, or yes/no")
+
+
+@dataclass
+class PipelineOutput:
+    prediction: str
+    contexts: list[str] = field(default_factory=list)  # what the generator was shown
+    retrieved_titles: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0  # spent by this run; responses served from the LLM cache cost none
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    error: str | None = None  # the question failed: no prediction
+    warnings: list[str] = field(default_factory=list)  # degraded, still answered
+
+
+@dataclass
+class EvalContext:
+    """The models and knobs every pipeline runs with; one per evaluation run."""
+
+    chat: BaseChatModel
+    settings: Settings
+    embeddings: Embeddings | None = None
+    model_label: str = ""
+    k: int = DEFAULT_K  # passages the vanilla-RAG and single-searcher pipelines read
+    passage_chars: int | None = None  # per passage shown; None = the planner's setting
+    registry: SearcherRegistry = field(default_factory=default_registry)
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise PipelineError(f"k must be >= 1, got {self.k}")
+
+    @property
+    def chars(self) -> int:
+        """The same trim as the planner's prompts by default, so baselines and the planner
+        read passages of the same length."""
+        return self.passage_chars or self.settings.planner.passage_chars
+
+    def search_budget(self) -> SearchBudget:
+        budgets = self.settings.budgets
+        return SearchBudget(
+            max_llm_calls=budgets.searcher_max_llm_calls,
+            deadline_s=budgets.searcher_deadline_s,
+            llm_timeout_s=self.settings.llm.timeout_s,
+        )
+
+    def searcher_context(self, corpus: Corpus) -> SearcherContext:
+        return SearcherContext(
+            chat=self.chat,
+            embeddings=self.embeddings,
+            retrievers=corpus.retrievers,
+            budget=self.search_budget(),
+            options=searcher_options(self.settings),
+        )
+
+
+PipelineRun = Callable[[EvalContext, Corpus, EvalQuestion], Awaitable[PipelineOutput]]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    description: str
+    needs: tuple[str, ...]  # retrievers of the corpus: "sparse", "dense", "tree"
+    run: PipelineRun
+
+    @property
+    def needs_embeddings(self) -> bool:
+        return bool({"dense", "tree"} & set(self.needs))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def shown_text(hit: Hit | Mapping[str, Any], chars: int) -> str:
+    """A passage as a prompt showed it (``numbered_passages``' trim), without its number."""
+    if isinstance(hit, Mapping):
+        hit = Hit(Passage.from_json(dict(hit)), float(hit.get("score", 0.0)))
+    line = numbered_passages([hit], max_chars=chars)
+    return line.removeprefix("[1] ")
+
+
+async def with_usage(body: Callable[[], Awaitable[T]]) -> tuple[T, StepUsage]:
+    """Run ``body`` with its own usage tracker: langchain hands a parent run's callbacks down to
+    every model call made inside it (threads included), so concurrent questions never mix
+    their counts, which one tracker on the shared model could not tell apart."""
+    tracker = UsageTracker()
+
+    async def call(_: Any) -> T:
+        return await body()
+
+    result = await RunnableLambda(call).ainvoke(
+        None, config={"callbacks": [tracker], "run_name": "hoptree_eval"}
+    )
+    return result, tracker.total()
+
+
+def _output(prediction: str, usage: StepUsage, started: float, **fields: Any) -> PipelineOutput:
+    return PipelineOutput(
+        prediction=prediction,
+        llm_calls=usage.calls + usage.errors,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        seconds=time.monotonic() - started,
+        **fields,
+    )
+
+
+async def read_passages(
+    ctx: EvalContext, question: str, hits: Sequence[Hit]
+) -> tuple[str, list[str], str | None]:
+    """The vanilla-RAG generator: (short answer, contexts shown, error)."""
+    meter = BudgetMeter(
+        SearchBudget(
+            max_llm_calls=1,
+            deadline_s=ctx.settings.llm.timeout_s,
+            llm_timeout_s=ctx.settings.llm.timeout_s,
+        )
+    )
+    reply = await ask(
+        ctx.chat,
+        RagAnswer,
+        prompts.render(
+            "rag_answer",
+            question=question,
+            passages=numbered_passages(list(hits), max_chars=ctx.chars),
+        ),
+        meter=meter,
+        step="rag_answer",
+    )
+    contexts = [shown_text(hit, ctx.chars) for hit in hits]
+    if reply.value is None:
+        return "", contexts, reply.error or "rag_answer: no reply"
+    return " ".join(reply.value.answer.split()), contexts, None
+
+
+def _cached(corpus: Corpus, key: str, build: Callable[[], T]) -> T:
+    """Build once per corpus: the open corpus is shared by every question of a run. Building is
+    synchronous, so concurrent questions cannot race on it."""
+    if key not in corpus.cache:
+        corpus.cache[key] = build()
+    return corpus.cache[key]
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+async def _no_retrieval(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
+    started = time.monotonic()
+
+    async def body() -> tuple[str, str | None]:
+        try:
+            answer = await asyncio.wait_for(
+                answer_closed_book(ctx.chat, q.question), ctx.settings.llm.timeout_s
+            )
+        except TimeoutError:
+            return "", f"closed_book: no reply within {ctx.settings.llm.timeout_s:.0f}s"
+        except Exception as exc:  # a bad reply fails this question, not the run
+            return "", f"closed_book: {type(exc).__name__}: {str(exc)[:200]}"
+        return " ".join(answer.split()), None
+
+    (answer, error), usage = await with_usage(body)
+    return _output(answer, usage, started, error=error)
+
+
+def _retriever(ctx: EvalContext, corpus: Corpus, kind: str) -> Retriever:
+    if kind != "hybrid":
+        return corpus.retrievers[kind]
+    index = ctx.settings.index
+    return _cached(
+        corpus,
+        "hybrid",
+        lambda: HybridRetriever(
+            [corpus.retrievers["sparse"], corpus.retrievers["dense"]],
+            rrf_k=index.rrf_k,
+            depth=index.hybrid_depth or None,
+        ),
+    )
+
+
+def _vanilla(kind: str) -> PipelineRun:
+    async def run(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
+        started = time.monotonic()
+        retriever = _retriever(ctx, corpus, kind)
+        hits = await asyncio.to_thread(retriever.retrieve, q.question, ctx.k)
+
+        async def body() -> tuple[str, list[str], str | None]:
+            return await read_passages(ctx, q.question, hits)
+
+        (answer, contexts, error), usage = await with_usage(body)
+        return _output(
+            answer,
+            usage,
+            started,
+            contexts=contexts,
+            retrieved_titles=[h.title for h in hits],
+            error=error,
+        )
+
+    return run
+
+
+def _single_searcher(name: str) -> PipelineRun:
+    async def run(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
+        started = time.monotonic()
+        searcher: Searcher = _cached(
+            corpus,
+            f"searcher:{name}",
+            lambda: ctx.registry.create(name, ctx.searcher_context(corpus)),
+        )
+
+        async def body() -> tuple[list[Hit], str | None, tuple[str, list[str], str | None]]:
+            result = await searcher.search(q.question, k=ctx.k)
+            hits = list(result.hits[: ctx.k])
+            return hits, result.error, await read_passages(ctx, q.question, hits)
+
+        (hits, search_error, (answer, contexts, error)), usage = await with_usage(body)
+        return _output(
+            answer,
+            usage,
+            started,
+            contexts=contexts,
+            retrieved_titles=[h.title for h in hits],
+            error=error,
+            warnings=[f"{name} searcher: {search_error}"] if search_error else [],
+        )
+
+    return run
+
+
+# --------------------------------------------------------------------------- the planner
+
+
+def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[str], list[str]]:
+    """(contexts the answer step saw, titles retrieved) from a planner result: every non-empty
+    summary plus the sources the answer step was shown (``AskResult.sources``), trimmed to
+    ``passage_chars`` as the prompt trims them. Retrieved titles are every fused passage of
+    every atomic query."""
+    passages: dict[str, dict[str, Any]] = {}
+    for sub in result.sub_queries:
+        for search in sub.searches:
+            for hit in search.get("hits", []):
+                passages.setdefault(str(hit["id"]), hit)
+    contexts = [sub.summary for sub in result.sub_queries if sub.summary.strip()]
+    contexts += [shown_text(source, planner.passage_chars) for source in result.sources]
+    titles = [
+        str(passages[pid].get("title", ""))
+        for pid in dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids)
+        if pid in passages
+    ]
+    return contexts, titles
+
+
+def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
+    async def run(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
+        started = time.monotonic()
+        planner = ctx.settings.planner.model_copy(
+            update={
+                "searchers": list(searchers),
+                "decompose": True,
+                "summarize": True,
+                "supplement": True,
+                **switches,
+            }
+        )
+
+        def make_agent() -> HoptreeAgent:
+            context = ctx.searcher_context(corpus)
+            built = {name: ctx.registry.create(name, context) for name in searchers}
+            return HoptreeAgent(
+                ctx.chat,
+                built,
+                planner=planner,
+                budgets=ctx.settings.budgets,
+                llm_timeout_s=ctx.settings.llm.timeout_s,
+                max_question_chars=ctx.settings.server.max_question_chars,
+                model_label=ctx.model_label or "hoptree",
+            )
+
+        agent = _cached(
+            corpus, f"planner:{','.join(searchers)}:{sorted(switches.items())}", make_agent
+        )
+        result = await agent.ask(q.question)
+        contexts, titles = planner_context(result, planner)
+        return PipelineOutput(
+            prediction=" ".join(result.short_answer.split()),
+            contexts=contexts,
+            retrieved_titles=titles,
+            llm_calls=result.llm_calls,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            seconds=time.monotonic() - started,
+            warnings=list(result.errors),
+        )
+
+    return run
+
+
+# --------------------------------------------------------------------------- the registry
+
+_PLANNER_SEARCHERS = ("sparse", "dense")
+
+PIPELINES: dict[str, PipelineSpec] = {
+    spec.name: spec
+    for spec in [
+        PipelineSpec("no-retrieval", "closed book: the model's own knowledge", (), _no_retrieval),
+        PipelineSpec("bm25", "vanilla RAG over BM25 top-k", ("sparse",), _vanilla("sparse")),
+        PipelineSpec("dense", "vanilla RAG over dense top-k", ("dense",), _vanilla("dense")),
+        PipelineSpec(
+            "hybrid",
+            "vanilla RAG over BM25 + dense fused by RRF",
+            ("sparse", "dense"),
+            _vanilla("hybrid"),
+        ),
+        PipelineSpec(
+            "sparse-searcher",
+            "the sparse searcher (Lucene rewrite + feedback) on the question, then RAG",
+            ("sparse",),
+            _single_searcher("sparse"),
+        ),
+        PipelineSpec(
+            "dense-searcher",
+            "the dense searcher (HyDE + feedback) on the question, then RAG",
+            ("dense",),
+            _single_searcher("dense"),
+        ),
+        PipelineSpec(
+            "full",
+            "the planner over the sparse and dense searchers",
+            _PLANNER_SEARCHERS,
+            _planner(_PLANNER_SEARCHERS),
+        ),
+        PipelineSpec(
+            "full+tree",
+            "the planner over the sparse, dense and RAPTOR tree searchers",
+            (*_PLANNER_SEARCHERS, "tree"),
+            _planner((*_PLANNER_SEARCHERS, "tree")),
+        ),
+        PipelineSpec(
+            "no-decompose",
+            "the planner without decomposition (the question is the only atomic query)",
+            _PLANNER_SEARCHERS,
+            _planner(_PLANNER_SEARCHERS, decompose=False),
+        ),
+        PipelineSpec(
+            "no-summarize",
+            "the planner without summaries (the answer reads the fused passages)",
+            _PLANNER_SEARCHERS,
+            _planner(_PLANNER_SEARCHERS, summarize=False),
+        ),
+        PipelineSpec(
+            "no-supplement",
+            "the planner without supplement rounds (one round of atomic queries)",
+            _PLANNER_SEARCHERS,
+            _planner(_PLANNER_SEARCHERS, supplement=False),
+        ),
+    ]
+}
+
+
+def get_pipeline(name: str) -> PipelineSpec:
+    try:
+        return PIPELINES[name]
+    except KeyError:
+        raise PipelineError(f"unknown pipeline {name!r}; known: {', '.join(PIPELINES)}") from None

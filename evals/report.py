@@ -1,0 +1,274 @@
+"""Aggregates, reports and charts of evaluation runs.
+
+A run directory holds ``details.jsonl`` (one row per question), ``metrics.json`` (the means),
+``report.md`` and ``metrics.png``. Scores in ``metrics.json`` and the reports are percentages
+(0-100, as papers print them); per question rows keep the raw 0/1 and F1 in [0, 1]. Charts are
+drawn with matplotlib's object API on the Agg canvas: no pyplot global state, no display needed,
+safe beside a running event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evals.metrics import mean_defined
+
+# metric key -> label, in the order tables and charts show them
+SCORE_LABELS = {
+    "em": "EM",
+    "f1": "F1",
+    "acc": "Acc",
+    "retrieval_success": "Retrieval success",
+}
+COST_LABELS = {
+    "llm_calls_per_question": "LLM calls/q",
+    "prompt_tokens_per_question": "prompt tokens/q",
+    "seconds_per_question": "s/q",
+}
+METRICS_FILE = "metrics.json"
+DETAILS_FILE = "details.jsonl"
+REPORT_FILE = "report.md"
+PLOT_FILE = "metrics.png"
+
+
+class ReportError(ValueError):
+    """A run directory that cannot be read for a report or a comparison."""
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else round(100.0 * value, 2)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The means of per-question rows. Retrieval success and gold recall are averaged over the
+    questions where they are defined (a yes/no answer has no span to find), and how many that
+    was is reported beside them, so a "100" over 3 questions cannot pass for one over 300."""
+    success = [r.get("retrieval_success") for r in rows]
+    recall = [r.get("gold_recall") for r in rows]
+    mean_success = mean_defined(success)
+    mean_recall = mean_defined(recall)
+    by_type: dict[str, dict[str, Any]] = {}
+    for kind in sorted({str(r.get("type") or "") for r in rows} - {""}):
+        group = [r for r in rows if r.get("type") == kind]
+        by_type[kind] = {
+            "n": len(group),
+            "em": _percent(_mean([r["em"] for r in group])),
+            "f1": _percent(_mean([r["f1"] for r in group])),
+        }
+
+    def per_question(key: str, digits: int = 2) -> float | None:
+        value = _mean([float(r.get(key) or 0) for r in rows])
+        return None if value is None else round(value, digits)
+
+    return {
+        "n": len(rows),
+        "em": _percent(_mean([r["em"] for r in rows])),
+        "f1": _percent(_mean([r["f1"] for r in rows])),
+        "acc": _percent(_mean([r["acc"] for r in rows])),
+        "retrieval_success": _percent(mean_success),
+        "retrieval_success_n": sum(v is not None for v in success),
+        "gold_recall": _percent(mean_recall),
+        "gold_recall_n": sum(v is not None for v in recall),
+        "llm_calls_per_question": per_question("llm_calls"),
+        "prompt_tokens_per_question": per_question("prompt_tokens", 1),
+        "completion_tokens_per_question": per_question("completion_tokens", 1),
+        "seconds_per_question": per_question("seconds"),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "by_type": by_type,
+    }
+
+
+def _limit(value: Any) -> str:
+    return "none, the whole file" if value is None else str(value)
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str) -> Path:
+    """Grouped bars: one group per score, one bar per run (a single run is one bar each)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    keys = list(SCORE_LABELS)
+    width = 0.8 / max(1, len(runs))
+    figure = Figure(figsize=(max(6.0, 1.2 * len(keys) * max(1, len(runs)) ** 0.5 + 3), 4.2))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for index, (label, metrics) in enumerate(runs):
+        values = [metrics.get(key) or 0.0 for key in keys]
+        offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(keys))]
+        bars = axes.bar(offsets, values, width, label=label)
+        axes.bar_label(bars, labels=[_fmt(metrics.get(k), 1) for k in keys], fontsize=7)
+    axes.set_xticks(range(len(keys)), [SCORE_LABELS[k] for k in keys])
+    axes.set_ylim(0, 108)
+    axes.set_ylabel("percent")
+    axes.set_title(title, fontsize=10)
+    if len(runs) > 1:  # below the axes: bars at 100 leave no free corner inside
+        axes.legend(
+            fontsize=8,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.08),
+            ncol=min(len(runs), 4),
+            frameon=False,
+        )
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) -> str:
+    name = Path(str(metrics.get("dataset", ""))).name
+    lines = [
+        f"# Evaluation: `{metrics.get('pipeline')}` on `{name}`",
+        "",
+        "| run | |",
+        "|---|---|",
+        f"| dataset | `{name}` ({metrics.get('format')}, sha256 "
+        f"`{str(metrics.get('dataset_sha256', ''))[:12]}`) |",
+        f"| setting | {metrics.get('setting')} |",
+        f"| pipeline | `{metrics.get('pipeline')}` |",
+        f"| model | {metrics.get('model') or 'n/a'} |",
+        f"| questions | {metrics.get('n')} (limit {_limit(metrics.get('limit'))}), "
+        f"{metrics.get('errors', 0)} failed |",
+        f"| started / finished | {metrics.get('started')} / {metrics.get('finished')} |",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
+    for key, label in SCORE_LABELS.items():
+        note = ""
+        if key == "retrieval_success":
+            note = f" (over {metrics.get('retrieval_success_n', 0)} questions with a span answer)"
+        lines.append(f"| {label} | {_fmt(metrics.get(key))}{note} |")
+    lines.append(
+        f"| Gold-paragraph recall | {_fmt(metrics.get('gold_recall'))} "
+        f"(over {metrics.get('gold_recall_n', 0)} questions) |"
+    )
+    lines += [
+        f"| LLM calls/q | {_fmt(metrics.get('llm_calls_per_question'))} |",
+        f"| prompt tokens/q | {_fmt(metrics.get('prompt_tokens_per_question'))} |",
+        f"| completion tokens/q | {_fmt(metrics.get('completion_tokens_per_question'))} |",
+        f"| seconds/q | {_fmt(metrics.get('seconds_per_question'))} |",
+    ]
+    by_type = metrics.get("by_type") or {}
+    if by_type:
+        lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]
+        for kind, group in by_type.items():
+            lines.append(f"| {kind} | {group['n']} | {_fmt(group['em'])} | {_fmt(group['f1'])} |")
+    if plot_name:
+        lines += ["", f"![EM, F1, accuracy and retrieval success]({plot_name})"]
+    lines += [
+        "",
+        "Scores are percentages. EM and F1 follow the official HotpotQA script (normalized "
+        "answers; F1 is zero when yes/no/noanswer meets anything else), best over gold "
+        "aliases. Acc: a normalized gold answer occurs in the prediction (LevelRAG). Retrieval "
+        "success: a gold answer occurs, on word boundaries, in the context the generator was "
+        "shown; yes/no questions are left out of it. Tokens count what this run spent: "
+        "answers served from the LLM cache cost none.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(out: Path, metrics: dict[str, Any], errors: Sequence[dict[str, Any]] = ()) -> Path:
+    """``report.md`` and ``metrics.png`` in ``out``; a few failed questions listed at the end."""
+    plot_scores(
+        [(str(metrics.get("pipeline")), metrics)],
+        out / PLOT_FILE,
+        f"{metrics.get('pipeline')} on {Path(str(metrics.get('dataset', ''))).name} "
+        f"({metrics.get('setting')}, n={metrics.get('n')})",
+    )
+    text = report_markdown(metrics)
+    if errors:
+        text += "\n## Failed questions (first 10)\n\n"
+        for row in errors[:10]:
+            message = " ".join(str(row.get("error", "")).split())[:300]
+            text += f"- `{row.get('id')}`: {message}\n"
+    path = out / REPORT_FILE
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- several runs
+
+
+def load_metrics(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        raise ReportError(f"{run_dir}: no {METRICS_FILE} (not a finished eval run directory)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: unreadable ({exc})") from exc
+    if not isinstance(data, dict) or "pipeline" not in data:
+        raise ReportError(f"{path}: not an eval metrics file")
+    return data
+
+
+def run_labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline."""
+    pipelines = [str(m.get("pipeline")) for _, m in runs]
+    return [
+        p if pipelines.count(p) == 1 else f"{p} ({d.name})"
+        for p, (d, _) in zip(pipelines, runs, strict=True)
+    ]
+
+
+COMPARE_COLUMNS = [
+    ("dataset", "dataset"),
+    ("setting", "setting"),
+    ("n", "n"),
+    *SCORE_LABELS.items(),
+    ("gold_recall", "Gold recall"),
+    *COST_LABELS.items(),
+]
+
+
+def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[str]]:
+    rows = []
+    for label, (_, metrics) in zip(run_labels(runs), runs, strict=True):
+        cells = [label]
+        for key, _ in COMPARE_COLUMNS:
+            value = metrics.get(key)
+            if key == "dataset":
+                value = Path(str(value)).name
+            cells.append(_fmt(value))
+        rows.append(cells)
+    return rows
+
+
+def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """Differences that make a comparison unfair, said out loud rather than hidden."""
+    warnings = []
+    for key, what in (("dataset_sha256", "datasets"), ("setting", "settings"), ("n", "sizes")):
+        values = {str(m.get(key)) for _, m in runs}
+        if len(values) > 1:
+            warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
+    return warnings
+
+
+def comparison_markdown(runs: Sequence[tuple[Path, dict[str, Any]]]) -> str:
+    header = ["run", *[label for _, label in COMPARE_COLUMNS]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(runs)]
+    notes = comparison_warnings(runs)
+    if notes:
+        lines += ["", *[f"Note: {n}." for n in notes]]
+    return "\n".join(lines) + "\n"

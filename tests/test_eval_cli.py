@@ -1,0 +1,153 @@
+"""``hoptree eval``: mounted through the ``hoptree.commands`` entry point, ``compare`` over run
+directories, and ``run`` refusing bad input before any model starts."""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import agent.cli_plugins as cli_plugins
+from agent.settings import Settings
+from evals.cli import eval_app
+from evals.pipelines import EvalContext
+from evals.runner import RunConfig, run_eval
+from tests.test_eval_runner import TINY, scripted_chat
+
+runner = CliRunner()
+
+
+@pytest.fixture
+async def two_runs(settings: Settings, embeddings: Any, tmp_path: Path) -> list[Path]:
+    """A bm25 and a closed-book run over the tiny file (scripted chat model)."""
+    dirs = []
+    for pipeline in ("bm25", "no-retrieval"):
+        out = tmp_path / pipeline
+        ctx = EvalContext(
+            chat=scripted_chat(), settings=settings, embeddings=embeddings, model_label="scripted"
+        )
+        await run_eval(RunConfig(dataset=TINY, pipeline=pipeline, out=out), ctx)
+        dirs.append(out)
+    return dirs
+
+
+def test_compare_prints_one_table_and_writes_markdown_and_a_chart(
+    two_runs: list[Path], tmp_path: Path
+) -> None:
+    markdown = tmp_path / "cmp" / "compare.md"
+    plot = tmp_path / "cmp" / "compare.png"
+    result = runner.invoke(
+        eval_app,
+        ["compare", *map(str, two_runs), "--markdown", str(markdown), "--plot", str(plot)],
+        terminal_width=200,
+    )
+    assert result.exit_code == 0, result.output
+    assert "bm25" in result.output and "no-retrieval" in result.output
+    assert "66.67" in result.output  # both score 2 of 3 with the scripted answers
+    text = markdown.read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("| run | dataset | setting | n | EM | F1 | Acc | Retrieval success")
+    assert lines[2].startswith("| bm25 | eval_tiny_hotpot.jsonl | open | 3 | 66.67 |")
+    assert lines[3].startswith("| no-retrieval |") and "Note:" not in text
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_names_duplicate_pipelines_by_directory_and_warns_about_unfair_pairs(
+    two_runs: list[Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "bm25-again"
+    copy.mkdir()
+    metrics = json.loads((two_runs[0] / "metrics.json").read_text())
+    metrics.update(n=2, setting="distractor")
+    (copy / "metrics.json").write_text(json.dumps(metrics))
+    markdown = tmp_path / "c.md"
+    result = runner.invoke(
+        eval_app, ["compare", str(two_runs[0]), str(copy), "--markdown", str(markdown)]
+    )
+    assert result.exit_code == 0, result.output
+    text = markdown.read_text()
+    assert "| bm25 (bm25) |" in text and "| bm25 (bm25-again) |" in text
+    assert "the runs differ in settings" in text and "the runs differ in sizes" in text
+
+
+def test_compare_refuses_a_directory_without_metrics(tmp_path: Path) -> None:
+    result = runner.invoke(eval_app, ["compare", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no metrics.json" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--dataset", "missing.jsonl", "--pipeline", "bm25"], "missing.jsonl: no such file"),
+        (["--dataset", str(TINY), "--pipeline", "bm2"], "unknown pipeline 'bm2'"),
+        (
+            ["--dataset", str(TINY), "--pipeline", "bm25", "--format", "csv"],
+            "unknown dataset format",
+        ),
+        (["--dataset", str(TINY), "--pipeline", "bm25", "--setting", "closed"], "unknown setting"),
+        (["--dataset", str(TINY), "--pipeline", "bm25", "--concurrency", "0"], "concurrency"),
+        (["--dataset", str(TINY), "--pipeline", "bm25", "--limit", "-1"], "limit must be"),
+        (
+            ["--dataset", str(TINY), "--pipeline", "bm25", "--index", "no-such-index"],
+            "not an index directory",
+        ),
+    ],
+)
+def test_run_refuses_bad_input_before_any_model_starts(
+    args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.runtime
+
+    def no_model(*_: Any, **__: Any) -> None:
+        raise AssertionError("a model was started for bad input")
+
+    monkeypatch.setattr(agent.runtime.Runtime, "__init__", no_model)
+    result = runner.invoke(eval_app, ["run", *args, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_eval_group_is_mounted_from_its_entry_point() -> None:
+    app = typer.Typer()
+
+    @app.command()
+    def doctor() -> None:
+        """a built-in command"""
+
+    assert cli_plugins.mount_command_plugins(app) == ["eval"]
+    result = runner.invoke(app, ["eval", "pipelines"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "full+tree" in result.output and "no-supplement" in result.output
+
+
+def test_broken_and_clashing_plugins_are_skipped(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    group = cli_plugins.COMMAND_GROUP
+    points = [
+        EntryPoint("broken", "no_such_module_xyz:app", group),
+        EntryPoint("notanapp", "json:dumps", group),
+        EntryPoint("doctor", "evals.cli:eval_app", group),  # would shadow a built-in
+        EntryPoint("eval", "evals.cli:eval_app", group),
+    ]
+    monkeypatch.setattr(cli_plugins, "entry_points", lambda group: points)
+    app = typer.Typer()
+
+    @app.command()
+    def doctor() -> None:
+        """a built-in command"""
+
+    with caplog.at_level(logging.WARNING, logger="agent.cli_plugins"):
+        assert cli_plugins.mount_command_plugins(app) == ["eval"]
+    log = caplog.text
+    assert "skipping command plugin broken" in log
+    assert "skipping command plugin notanapp" in log and "not a typer.Typer" in log
+    assert "skipping command plugin doctor" in log and "the name is taken" in log

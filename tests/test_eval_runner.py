@@ -1,0 +1,391 @@
+"""The evaluation runner end to end: real tantivy, FAISS and embeddings, a scripted chat model.
+
+The chat model is ``RoutedChatModel``: it answers each prompt kind with what the test scripted
+(keyed on the question it is asked about), so the scores below are the runner's arithmetic on
+known predictions, not a measurement of any model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from agent.settings import Settings
+from evals.corpora import CorpusSetupError
+from evals.datasets import load_questions
+from evals.pipelines import PIPELINES, EvalContext, PipelineError
+from evals.runner import EvalRunError, RunConfig, run_eval
+from searchers.corpus import file_sha256
+from tests.routed_chat import RoutedChatModel
+
+TINY = Path(__file__).parent / "data" / "eval_tiny_hotpot.jsonl"
+REQUIRED_METRICS = {
+    "n",
+    "em",
+    "f1",
+    "acc",
+    "retrieval_success",
+    "llm_calls_per_question",
+    "seconds_per_question",
+    "pipeline",
+    "dataset",
+}
+ROW_FIELDS = {
+    "id",
+    "question",
+    "answers",
+    "prediction",
+    "em",
+    "f1",
+    "acc",
+    "retrieval_success",
+    "gold_recall",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "error",
+}
+# The scripted "model" answers by topic: right on the Seine and on the yes/no question, wrong
+# (1936 for 1937) on the Hobbit, so EM over the three questions is 2/3.
+SCRIPTED = {"Eiffel": "Seine", "Bilbo": "1936", "Danube": "yes"}
+FACTS = {
+    "Eiffel": "The Seine flows through Paris, where the Eiffel Tower stands.",
+    "Bilbo": "The Hobbit was first published in 1937.",
+    "Danube": "Both the Danube and the Rhine flow through Germany.",
+}
+
+
+def _topic(messages: list[BaseMessage]) -> str:
+    """The topic of the question or query a prompt is about (its first user line only: the
+    passages below it mention other topics)."""
+    first = str(messages[-1].content).strip().splitlines()[0]
+    for key in SCRIPTED:
+        if key in first:
+            return key
+    raise AssertionError(f"unscripted question: {first!r}")
+
+
+def _first_line_after(messages: list[BaseMessage], prefix: str) -> str:
+    first = str(messages[-1].content).strip().splitlines()[0]
+    return first.removeprefix(prefix).strip()
+
+
+def scripted_chat(**kwargs: Any) -> RoutedChatModel:
+    def reply(**fields: object) -> str:
+        return json.dumps(fields)
+
+    return RoutedChatModel(
+        routes={
+            "rag_answer": lambda m: reply(answer=SCRIPTED[_topic(m)]),
+            "closed_book": lambda m: reply(answer=SCRIPTED[_topic(m)]),
+            "decompose": lambda m: reply(queries=[_first_line_after(m, "Question:")]),
+            "rewrite": lambda m: reply(query=_first_line_after(m, "Query:")),
+            "hyde": lambda m: reply(passage=FACTS[_topic(m)]),
+            "summarize": lambda m: reply(answer=FACTS[_topic(m)], passages=[1]),
+            "verify": reply(sufficient=True, missing=""),
+            "supplement": reply(queries=[]),
+            "answer": lambda m: reply(short_answer=SCRIPTED[_topic(m)], answer="As found [1]."),
+        },
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def eval_settings(settings: Settings) -> Settings:
+    """No sparse feedback levels and one HyDE passage: the scripted model has no replies for
+    the feedback prompts, and the tests are about the runner, not the refinement loops."""
+    searchers = settings.searchers.model_copy(
+        update={"sparse_max_depth": 0, "dense_max_rewrites": 1}
+    )
+    return settings.model_copy(update={"searchers": searchers})
+
+
+def context(settings: Settings, chat: RoutedChatModel, embeddings: Any, **kw: Any) -> EvalContext:
+    return EvalContext(
+        chat=chat, settings=settings, embeddings=embeddings, model_label="scripted", **kw
+    )
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "details.jsonl").read_text().splitlines()]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat()
+    out = tmp_path / "bm25"
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def index_progress() -> Iterator[Callable[[str, int, int], None]]:
+        events.append("open")
+        yield lambda stage, done, total: events.append(stage)
+        events.append("close")
+
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out),
+        context(eval_settings, chat, embeddings),
+        index_progress=index_progress,
+    )
+    # the build's progress display is open around the build only, and saw its stages
+    assert events[0] == "open" and events[-1] == "close" and "dense" in events
+    assert set(metrics) >= REQUIRED_METRICS
+    on_disk = json.loads((out / "metrics.json").read_text())
+    assert on_disk == metrics
+    assert metrics["n"] == 3 and metrics["pipeline"] == "bm25" and metrics["setting"] == "open"
+    assert metrics["em"] == pytest.approx(200 / 3, abs=0.01)
+    assert metrics["llm_calls_per_question"] == 1.0
+    assert metrics["prompt_tokens_per_question"] == 10.0  # the scripted model bills 10 per call
+    assert metrics["errors"] == 0
+    assert metrics["model"] == "scripted" and metrics["dataset"] == str(TINY.resolve())
+    assert chat.count("rag_answer") == 3
+
+    details = {r["id"]: r for r in rows(out)}
+    assert set(details) == {"tiny-1", "tiny-2", "tiny-3"}
+    for row in details.values():
+        assert set(row) >= ROW_FIELDS
+    # BM25 top-5 over the whole open corpus: the Hobbit paragraph holds 1937
+    assert details["tiny-2"]["prediction"] == "1936" and details["tiny-2"]["f1"] == 0.0
+    assert details["tiny-2"]["retrieval_success"] == 1.0
+    assert details["tiny-3"]["retrieval_success"] is None  # yes/no
+    assert metrics["retrieval_success_n"] == 2
+    # the open corpus is the union of the file's paragraphs (Seine appears twice, indexed once)
+    assert "The Lord of the Rings" in details["tiny-1"]["retrieved_titles"]
+
+    report = (out / "report.md").read_text()
+    assert "| EM |" in report and "![" in report and "metrics.png" in report
+    assert (out / "metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # the open index lives under the data dir, keyed by the file's sha256, and is reused
+    index_dir = eval_settings.data_dir / "eval-indexes" / file_sha256(TINY)
+    manifest = (index_dir / "manifest.json").read_text()
+    assert json.loads(manifest)["passages"] == 8
+
+    chat_full = scripted_chat()
+    out_full = tmp_path / "full"
+    full = await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out_full),
+        context(eval_settings, chat_full, embeddings),
+    )
+    assert (index_dir / "manifest.json").read_text() == manifest  # not rebuilt
+    assert set(full) >= REQUIRED_METRICS and full["pipeline"] == "full"
+    assert full["em"] == pytest.approx(200 / 3, abs=0.01)
+    # decompose, sparse rewrite, HyDE, summarize, verify, answer: six calls per question
+    assert full["llm_calls_per_question"] == 6.0
+    assert chat_full.count("answer") == 3
+    details = {r["id"]: r for r in rows(out_full)}
+    # the summaries state the facts: the context the answer step saw holds the gold answer
+    assert details["tiny-1"]["retrieval_success"] == 1.0
+    assert details["tiny-2"]["retrieval_success"] == 1.0
+    assert details["tiny-1"]["gold_recall"] == 1.0
+    assert (out_full / "report.md").is_file() and (out_full / "metrics.png").is_file()
+
+
+# --------------------------------------------------------------------------- resume
+
+
+async def test_resume_runs_only_unfinished_questions(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    first = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=2),
+        context(eval_settings, first, embeddings),
+    )
+    assert metrics["n"] == 2 and first.count("rag_answer") == 2
+
+    # "killed" after two questions: the same command with a larger limit runs one more
+    second = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=3),
+        context(eval_settings, second, embeddings),
+    )
+    assert second.count("rag_answer") == 1
+    assert metrics["n"] == 3 and metrics["ran_now"] == 1
+    ids = [r["id"] for r in rows(out)]
+    assert sorted(ids) == ["tiny-1", "tiny-2", "tiny-3"] and len(ids) == len(set(ids))
+
+    # a finished run reruns for free
+    third = scripted_chat()
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out), context(eval_settings, third, embeddings)
+    )
+    assert third.seen == []
+
+    # killed in the middle of writing a line: the torn line is dropped and that question reruns
+    details = out / "details.jsonl"
+    text = details.read_text()
+    details.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 1] + '{"id": "tiny-3", "pred')
+    fourth = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out),
+        context(eval_settings, fourth, embeddings),
+    )
+    assert fourth.count("rag_answer") == 1 and metrics["n"] == 3
+    ids = [r["id"] for r in rows(out)]
+    assert sorted(ids) == ["tiny-1", "tiny-2", "tiny-3"]
+
+    # a smaller limit reports on its own selection, and leaves the other rows in place
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=1),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    assert metrics["n"] == 1 and len(rows(out)) == 3
+
+
+async def test_a_directory_of_another_run_is_refused(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="no-retrieval", out=out, limit=1),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    with pytest.raises(EvalRunError, match=r"holds another run \(pipeline: 'no-retrieval' there"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=out),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+    with pytest.raises(EvalRunError, match=r"k: 5 there, 2 now"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="no-retrieval", out=out),
+            context(eval_settings, scripted_chat(), embeddings, k=2),
+        )
+    (out / "details.jsonl").write_text('{"id": "tiny-1"}\nnot json\n')
+    with pytest.raises(EvalRunError, match=r"details\.jsonl:2: malformed row"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="no-retrieval", out=out),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+
+
+# --------------------------------------------------------------------------- settings and pipelines
+
+
+async def test_distractor_setting_retrieves_among_the_questions_own_paragraphs(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "distractor"
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="hybrid", out=out, setting="distractor", progress=True),
+        context(eval_settings, scripted_chat(), embeddings, k=2),
+    )
+    assert metrics["setting"] == "distractor" and metrics["n"] == 3
+    own = {q.id: {t for t, _ in q.paragraphs} for q in load_questions(TINY)}
+    for row in rows(out):
+        assert row["retrieved_titles"] and set(row["retrieved_titles"]) <= own[row["id"]]
+        assert len(row["retrieved_titles"]) == 2
+    assert not (eval_settings.data_dir / "eval-indexes").exists()  # nothing shared was built
+
+
+@pytest.mark.parametrize("pipeline", [p for p in PIPELINES if p != "full+tree"])
+async def test_every_pipeline_answers(
+    pipeline: str, eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(
+            dataset=TINY, pipeline=pipeline, out=tmp_path / "run", setting="distractor", limit=1
+        ),
+        context(eval_settings, chat, embeddings),
+    )
+    [row] = rows(tmp_path / "run")
+    assert row["error"] is None, row["error"]
+    assert row["prediction"] == "Seine" and metrics["em"] == 100.0
+    assert row["llm_calls"] == len(chat.seen) and row["prompt_tokens"] == 10 * len(chat.seen)
+    if pipeline == "no-retrieval":
+        assert row["retrieval_success"] == 0.0 and row["retrieved_titles"] == []
+    else:
+        assert row["retrieval_success"] == 1.0
+    if pipeline == "no-decompose":
+        assert chat.count("decompose") == 0
+    if pipeline == "no-summarize":
+        assert chat.count("summarize") == 0
+    if pipeline in ("sparse-searcher", "dense-searcher"):
+        assert chat.count("rewrite" if pipeline == "sparse-searcher" else "hyde") == 1
+
+
+async def test_the_tree_pipeline_without_a_tree_fails_before_any_question(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat()
+    with pytest.raises(CorpusSetupError, match=r"has none; build one with `hoptree tree build"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="full+tree", out=tmp_path / "open"),
+            context(eval_settings, chat, embeddings),
+        )
+    with pytest.raises(CorpusSetupError, match="distractor setting has no RAPTOR tree"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="full+tree", out=tmp_path / "d", setting="distractor"),
+            context(eval_settings, chat, embeddings),
+        )
+    assert chat.seen == []
+    assert not (tmp_path / "open" / "details.jsonl").exists()
+
+
+async def test_bad_options_fail_before_any_question(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat()
+    ctx = context(eval_settings, chat, embeddings)
+    with pytest.raises(PipelineError, match=r"unknown pipeline 'bm2'; known: no-retrieval, bm25"):
+        await run_eval(RunConfig(dataset=TINY, pipeline="bm2", out=tmp_path / "a"), ctx)
+    with pytest.raises(EvalRunError, match="unknown setting 'closed'"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "a", setting="closed"), ctx
+        )
+    with pytest.raises(EvalRunError, match="concurrency must be"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "a", concurrency=0), ctx
+        )
+    with pytest.raises(PipelineError, match="needs the embedding model"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="dense", out=tmp_path / "a"),
+            context(eval_settings, chat, None),
+        )
+    with pytest.raises(PipelineError, match="k must be"):
+        context(eval_settings, chat, embeddings, k=0)
+    assert chat.seen == [] and not (tmp_path / "a").exists()
+
+
+async def test_a_failing_question_is_a_scored_row_and_the_run_goes_on(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat(fail={"rag_answer"})
+    out = tmp_path / "run"
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out), context(eval_settings, chat, embeddings)
+    )
+    assert metrics["n"] == 3 and metrics["errors"] == 3 and metrics["em"] == 0.0
+    for row in rows(out):
+        assert "scripted failure of the rag_answer call" in row["error"]
+        assert row["prediction"] == "" and row["llm_calls"] == 1
+    assert "Failed questions" in (out / "report.md").read_text()
+
+
+async def test_concurrent_questions_keep_their_own_counts(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    chat = scripted_chat()
+    out = tmp_path / "run"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="dense-searcher", out=out, concurrency=3),
+        context(eval_settings, chat, embeddings),
+    )
+    details = rows(out)
+    assert len(details) == 3
+    # HyDE then the answer: two calls each, never another question's
+    assert [r["llm_calls"] for r in details] == [2, 2, 2]
+    assert [r["prompt_tokens"] for r in details] == [20, 20, 20]
