@@ -13,6 +13,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from agent.results import AskResult, Citation, SubQueryReport, TraceEvent
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
 from agent.usage import UsageTracker
+from searchers.registry import SearcherContext
 from searchers.searcher import Searcher
 
 _DONE = object()
@@ -209,6 +211,19 @@ class HoptreeAgent:
         )
 
 
+def planner_search_context(settings: Settings, context: SearcherContext) -> SearcherContext:
+    """The searchers' context as the planner uses it: the lighter per-search loops and budget
+    of ``PlannerSettings`` in place of the stand-alone searcher settings."""
+    cfg = settings.planner
+    options = {name: dict(values) for name, values in context.options.items()}
+    options.setdefault("sparse", {}).update(
+        max_depth=cfg.search_max_depth, max_refinements=cfg.search_max_refinements
+    )
+    options.setdefault("dense", {}).update(max_rewrites=cfg.search_max_rewrites)
+    budget = replace(context.budget, max_llm_calls=cfg.search_max_llm_calls)
+    return replace(context, options=options, budget=budget)
+
+
 def new_thread_id() -> str:
     return uuid.uuid4().hex
 
@@ -234,7 +249,7 @@ async def open_agent(
     needs = sorted({r for spec in specs for r in spec.requires})
     runtime = Runtime(settings, progress=progress)
     try:
-        context = searcher_context(runtime, index_dir, needs)
+        context = planner_search_context(settings, searcher_context(runtime, index_dir, needs))
         built = {name: registry.create(name, context) for name in names}
         async with contextlib.AsyncExitStack() as stack:
             checkpointer = None

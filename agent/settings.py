@@ -119,6 +119,13 @@ class PlannerSettings(BaseModel):
     skip_agreed_summaries: bool = Field(
         True, description="no summary call when searchers agree on a grounded answer"
     )
+    # Inside the planner each search is lighter than a stand-alone `hoptree search`: the
+    # planner's verify/supplement rounds are the outer refinement loop, and nesting the full
+    # 27-refinement BFS under every atomic query multiplies the cost on a local model.
+    search_max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
+    search_max_refinements: int = Field(3, ge=0, le=500)
+    search_max_rewrites: int = Field(2, ge=1, le=20, description="HyDE passages per search")
+    search_max_llm_calls: int = Field(8, ge=1, le=1000, description="per search")
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.closed_book import answer_closed_book
-from agent.hoptree_agent import HoptreeAgent
+from agent.hoptree_agent import HoptreeAgent, planner_search_context
 from agent.results import AskResult
 from agent.searching import searcher_options
 from agent.settings import PlannerSettings, Settings
@@ -322,7 +322,7 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
         )
 
         def make_agent() -> HoptreeAgent:
-            context = ctx.searcher_context(corpus)
+            context = planner_search_context(ctx.settings, ctx.searcher_context(corpus))
             built = {name: ctx.registry.create(name, context) for name in searchers}
             return HoptreeAgent(
                 ctx.chat,

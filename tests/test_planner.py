@@ -400,3 +400,21 @@ async def test_no_summarize_hands_the_fused_passages_to_the_answer(index) -> Non
     for sub in result.sub_queries:  # each query's best passage is shown to the answer step
         assert f"{titles[sub.summary_sources[0]]}:" in answer_prompt
     assert "- city where the Eiffel Tower stands: see sources [1]" in answer_prompt
+
+
+def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None:
+    from agent.hoptree_agent import planner_search_context
+    from agent.searching import searcher_options
+    from searchers.registry import SearcherContext
+    from searchers.searcher import SearchBudget
+    from searchers.sparse_searcher import SparseSearcherConfig
+
+    base = SearcherContext(chat=RoutedChatModel(), options=searcher_options(settings))
+    base = SearcherContext(chat=base.chat, options=base.options, budget=SearchBudget(30))
+    planned = planner_search_context(settings, base)
+    sparse = SparseSearcherConfig(**planned.options["sparse"])
+    assert (sparse.max_depth, sparse.max_refinements) == (1, 3)
+    assert sparse.rule.kind == "coverage"  # the stop rule is the searchers' own
+    assert planned.options["dense"]["max_rewrites"] == 2
+    assert planned.budget.max_llm_calls == 8
+    assert SparseSearcherConfig(**base.options["sparse"]).max_depth == 3  # untouched
