@@ -34,8 +34,7 @@ def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None
         "HOPTREE_DATA_DIR": str(tmp_path / "data"),
         "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
         "HOPTREE_BUDGETS__MAX_ROUNDS": "2",
-        "HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH": "1",
-        "HOPTREE_SEARCHERS__DENSE_MAX_REWRITES": "1",
+        "HOPTREE_PLANNER__SEARCH_MAX_REWRITES": "1",
     }
     built = run(["index", "build", str(DATA), "--index", str(tmp_path / "idx")], env, tmp_path)
     assert built.returncode == 0, built.stderr
