@@ -33,7 +33,8 @@ class Runtime:
         if self._chat is None:
             self._chat = build_chat_model(
                 self.settings,
-                cache=self.llm_cache or False,
+                # not `or`: an empty cache has len 0 and is falsy, and would switch caching off
+                cache=self.llm_cache if self.llm_cache is not None else False,
                 progress=self.progress,
                 callbacks=[self.usage],
             )

@@ -123,3 +123,17 @@ def test_openai_cache_key_ignores_port_but_not_schema_or_model() -> None:
     structured = a._get_llm_string(response_format=_Schema)
     assert structured != a._get_llm_string()
     assert "answer" in structured  # the schema itself is part of the key, not just its name
+
+
+def test_a_fresh_empty_cache_is_still_used(tmp_path: Path) -> None:
+    """An empty cache has len 0; the runtime must not mistake it for "no cache"."""
+    from agent.runtime import Runtime
+    from agent.settings import load_settings
+
+    settings = load_settings(
+        data_dir=tmp_path / "data",
+        llm={"base_url": "http://127.0.0.1:9/v1", "model": "remote-model"},
+    )
+    with Runtime(settings) as runtime:
+        assert runtime.llm_cache is not None and len(runtime.llm_cache) == 0
+        assert runtime.chat.model.cache is runtime.llm_cache
