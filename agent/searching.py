@@ -64,6 +64,7 @@ def searcher_options(settings: Settings) -> dict[str, dict[str, Any]]:
         "sparse": {
             "max_depth": cfg.sparse_max_depth,
             "max_refinements": cfg.sparse_max_refinements,
+            "original_first": cfg.sparse_original_first,
             "rule": rule,
         },
         "dense": {"max_rewrites": cfg.dense_max_rewrites, "rule": rule},

@@ -97,6 +97,9 @@ class SearcherSettings(BaseModel):
 
     sparse_max_depth: int = Field(3, ge=0, le=6, description="feedback levels (LevelRAG: 3)")
     sparse_max_refinements: int = Field(27, ge=0, le=500, description="LevelRAG: 27")
+    sparse_original_first: bool = Field(
+        True, description="probe the query as written before the LLM rewrite (LevelRAG: no)"
+    )
     dense_max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents at most")
     verify_rule: VerifyRuleName = Field("coverage", description="when a retrieval suffices")
     verify_min_coverage: float = Field(0.6, ge=0.0, le=1.0)

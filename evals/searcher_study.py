@@ -38,12 +38,20 @@ from searchers.sparse_searcher import SparseSearcher, SparseSearcherConfig
 from searchers.verification import normalize_answer
 
 K = 10
-METHODS = ("bm25", "dense", "sparse_rewrite", "sparse_feedback", "dense_searcher")
+METHODS = (
+    "bm25",
+    "dense",
+    "sparse_rewrite",
+    "sparse_feedback",
+    "sparse_original_first",
+    "dense_searcher",
+)
 LABELS = {
     "bm25": "plain BM25 (question as is)",
     "dense": "plain dense (question embedding)",
     "sparse_rewrite": "sparse searcher, rewrite only",
     "sparse_feedback": "sparse searcher, rewrite + feedback",
+    "sparse_original_first": "sparse searcher, query as written first, then rewrite + feedback",
     "dense_searcher": "dense searcher (HyDE + feedback)",
 }
 
@@ -192,6 +200,13 @@ async def main_async(args: argparse.Namespace) -> None:
             ),
             "sparse_feedback": lambda: SparseSearcher(
                 chat, sparse, config=base, budget=budget, render=render_tantivy
+            ),
+            "sparse_original_first": lambda: SparseSearcher(
+                chat,
+                sparse,
+                config=replace(base, original_first=True),
+                budget=budget,
+                render=render_tantivy,
             ),
             "dense_searcher": lambda: DenseSearcher(
                 chat, runtime.embeddings, dense, config=DenseSearcherConfig(), budget=budget

@@ -1,6 +1,8 @@
 """LevelRAG's sparse searcher as a LangGraph subgraph: rewrite the atomic query into Lucene
 keywords, then refine breadth-first with three feedback operations until a retrieval verifies.
 
+    start -(original_first)-> probe(query as written) --(insufficient)--> rewrite
+      \\-----------------------------------------------------------------> rewrite
     rewrite -> probe --(sufficient / nothing left / budget)--> finish
                  |  \\--(queue empty, nodes to expand)--> expand -> probe
                  \\--(insufficient, queue not empty)--> probe (next in the queue)
@@ -76,6 +78,10 @@ class SparseRetriever(Protocol):
 class SparseSearcherConfig:
     k: int = 10
     max_depth: int = 3  # levels of feedback below the rewritten query
+    # Probe the query as written before asking the LLM to rewrite it. LevelRAG always rewrites;
+    # on HotpotQA the raw question beat the 1.5B model's rewrite (recall@10 0.875 vs 0.855), and
+    # a query that already verifies needs no LLM call at all.
+    original_first: bool = False
     max_refinements: int = 27  # feedback queries tried at most (LevelRAG: 27)
     verify_top: int = 5
     feedback_top: int = 3
@@ -89,6 +95,7 @@ class _Pending:
     operation: str
     parent: int | None
     depth: int
+    expandable: bool = True  # feedback refines the rewritten query, not the raw one
 
 
 @dataclass
@@ -110,6 +117,7 @@ class SparseState(TypedDict, total=False):
     to_expand: list[tuple[_Pending, int]]  # tried, insufficient, children not yet asked for
     seen: set[str]
     refinements: int
+    rewritten: bool  # the rewrite node has run
     stopped: StopReason
     error: str | None
 
@@ -122,6 +130,19 @@ def _clean_keyword(raw: str) -> str | None:
     words = text.split()[:MAX_KEYWORD_WORDS]
     text = " ".join(words)[:MAX_KEYWORD_CHARS]
     return text or None
+
+
+async def start(
+    state: SparseState, runtime: Runtime[SparseRun]
+) -> Command[Literal["probe", "rewrite"]]:
+    """The query as written first (when configured), else straight to the rewrite."""
+    if not runtime.context.config.original_first:
+        return Command(goto="rewrite")
+    original = parse_lucene(state["query"]).query
+    if is_empty(original):
+        return Command(goto="rewrite")
+    root = _Pending(original, "original", None, 0, expandable=False)
+    return Command(goto="probe", update={"frontier": [root]})
 
 
 async def rewrite(
@@ -139,18 +160,27 @@ async def rewrite(
         )
     except BudgetExceeded as exc:
         root = _Pending(fallback, "original", None, 0)
-        return Command(goto="probe", update={"frontier": [root], "stopped": exc.reason})
+        update = {"frontier": [root], "stopped": exc.reason, "rewritten": True}
+        return Command(goto="probe", update=update)
     rewritten = parse_lucene(reply.value.query).query if reply.value else None
     if rewritten is None or is_empty(rewritten):
         note = reply.error or "the rewrite had no searchable keyword"
         root = _Pending(fallback, "original", None, 0)
-        return Command(goto="probe", update={"frontier": [root], "error": note})
-    return Command(goto="probe", update={"frontier": [_Pending(rewritten, "rewrite", None, 0)]})
+        return Command(goto="probe", update={"frontier": [root], "error": note, "rewritten": True})
+    root = _Pending(rewritten, "rewrite", None, 0)
+    return Command(goto="probe", update={"frontier": [root], "rewritten": True})
+
+
+def _after_frontier(state: SparseState, to_expand: list) -> str:
+    """Where to go when the queue is empty: the rewrite if it has not run, then feedback."""
+    if not state.get("rewritten"):
+        return "rewrite"
+    return "expand" if to_expand else "finish"
 
 
 async def probe(
     state: SparseState, runtime: Runtime[SparseRun]
-) -> Command[Literal["expand", "probe", "finish"]]:
+) -> Command[Literal["expand", "probe", "rewrite", "finish"]]:
     run, cfg = runtime.context, runtime.context.config
     frontier = list(state.get("frontier", []))
     seen = set(state.get("seen", set()))
@@ -164,7 +194,7 @@ async def probe(
             pending = candidate
             break
     if pending is None:
-        nxt = "expand" if state.get("to_expand") else "finish"
+        nxt = _after_frontier(state, list(state.get("to_expand", [])))
         return Command(goto=nxt, update={"frontier": [], "seen": seen})
 
     started = time.monotonic()
@@ -194,7 +224,7 @@ async def probe(
     attempt.ms = (time.monotonic() - started) * 1000
     attempts.append(attempt)
     to_expand = list(state.get("to_expand", []))
-    if pending.depth < cfg.max_depth:
+    if pending.expandable and pending.depth < cfg.max_depth:
         to_expand.append((pending, attempt.id))
     update = {
         "frontier": frontier,
@@ -209,7 +239,7 @@ async def probe(
         return Command(goto="finish", update={**update, "stopped": "sufficient"})
     if frontier:
         return Command(goto="probe", update=update)
-    return Command(goto="expand" if to_expand else "finish", update=update)
+    return Command(goto=_after_frontier(state, to_expand), update=update)
 
 
 def _extend_prompt(query: str, search: str, passages: str) -> list[BaseMessage]:
@@ -284,11 +314,12 @@ async def expand(
 
 def build_sparse_graph():
     graph = StateGraph(SparseState, context_schema=SparseRun)
+    graph.add_node("start", start)
     graph.add_node("rewrite", rewrite)
     graph.add_node("probe", probe)
     graph.add_node("expand", expand)
     graph.add_node("finish", finish_refinement)
-    graph.add_edge(START, "rewrite")
+    graph.add_edge(START, "start")
     graph.add_edge("finish", END)
     return graph.compile(name="sparse_searcher", checkpointer=False)  # never the planner's
 

@@ -239,3 +239,39 @@ async def test_one_real_sparse_search_with_the_local_model(index, local_chat) ->
     assert retriever.sent, "the rewritten query reached tantivy"
     assert "p1" in [h.id for h in result.hits]  # the passage that answers it
     assert 1 <= result.llm_calls <= 1 + 4 + 3
+
+
+async def test_original_first_skips_the_llm_when_the_query_already_verifies(index) -> None:
+    config = SparseSearcherConfig(
+        original_first=True, rule=VerificationRule(kind="coverage", min_coverage=0.6)
+    )
+    s, chat = searcher(index, {}, config)
+    result = await s.search("first gig of Tinted Windows in Tulsa")
+    assert [a.operation for a in result.attempts] == ["original"]
+    assert result.sufficient and result.llm_calls == 0 and chat.calls == []
+
+
+async def test_original_first_then_rewrite_then_feedback_on_the_rewrite(index) -> None:
+    script = {
+        "sparse_rewrite": ['{"query": "Tinted Windows band"}'],
+        "searcher_verify": [NO, NO, NO, NO, NO],
+        "sparse_extend": [kw("first gig")],
+        "sparse_emphasize": [kw("band")],
+        "sparse_filter": [kw("album")],
+    }
+    config = SparseSearcherConfig(
+        original_first=True, max_depth=1, rule=VerificationRule(kind="llm")
+    )
+    s, _ = searcher(index, script, config)
+    result = await s.search("Which city hosted the first gig of Tinted Windows?")
+    ops = [(a.operation, a.parent) for a in result.attempts]
+    # the raw query is probed first and never refined; feedback grows from the rewrite
+    assert ops == [
+        ("original", None),
+        ("rewrite", None),
+        ("extend", 1),
+        ("emphasize", 1),
+        ("filter", 1),
+    ]
+    assert result.llm_calls == 1 + 5 + 3
+    assert all(not v for v in script.values())
