@@ -24,7 +24,9 @@ from evals.runner import EvalRunError, RunConfig, run_eval
 from searchers.corpus import file_sha256
 from tests.routed_chat import RoutedChatModel
 
-TINY = Path(__file__).parent / "data" / "eval_tiny_hotpot.jsonl"
+TINY = (
+    Path(__file__).parent / "data_eval" / "eval_tiny_hotpot.jsonl"
+)  # apart: tests/data is ingested whole
 REQUIRED_METRICS = {
     "n",
     "em",
@@ -100,9 +102,10 @@ def scripted_chat(**kwargs: Any) -> RoutedChatModel:
 @pytest.fixture
 def eval_settings(settings: Settings) -> Settings:
     """No sparse feedback levels and one HyDE passage: the scripted model has no replies for
-    the feedback prompts, and the tests are about the runner, not the refinement loops."""
+    the feedback prompts, and the tests are about the runner, not the refinement loops. The
+    sparse searcher rewrites first (LevelRAG's order), so every pipeline's calls are fixed."""
     searchers = settings.searchers.model_copy(
-        update={"sparse_max_depth": 0, "dense_max_rewrites": 1}
+        update={"sparse_max_depth": 0, "dense_max_rewrites": 1, "sparse_original_first": False}
     )
     return settings.model_copy(update={"searchers": searchers})
 
