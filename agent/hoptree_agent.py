@@ -57,8 +57,9 @@ class HoptreeAgent:
         self.max_question_chars = max_question_chars
         self.model_label = model_label
         self.checkpointer = checkpointer
-        self._graph = build_planner_graph()
-        self._threaded = build_planner_graph(checkpointer) if checkpointer is not None else None
+        names = list(self.searchers)
+        self._graph = build_planner_graph(names)
+        self._threaded = build_planner_graph(names, checkpointer) if checkpointer else None
 
     @property
     def searcher_names(self) -> list[str]:

@@ -1,6 +1,6 @@
 """LevelRAG's high-level searcher as a LangGraph graph.
 
-    decompose --Send per (atomic query, searcher)--> search --> summarize --> verify
+    decompose --Send per (atomic query, searcher)--> search_<name> --> summarize --> verify
                                                       ^                        |   |
                                                       |                        |   v
                                                       \\------ Send ------ supplement  answer
@@ -109,7 +109,7 @@ def _clean_queries(raw: list[str], asked: set[str], limit: int) -> list[tuple[st
 def _sends(new: list[SubQuery], run: PlannerRun) -> list[Send]:
     return [
         Send(
-            "search",
+            search_node(name),
             SearchTask(sub_query_id=q["id"], query=q["query"], searcher=name, round=q["round"]),
         )
         for q in new
@@ -620,16 +620,24 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     }
 
 
-def build_planner_graph(checkpointer: Any = None):
+def search_node(searcher: str) -> str:
+    """Each enabled searcher is its own node of the graph ("search_sparse", ...)."""
+    return f"search_{searcher}"
+
+
+def build_planner_graph(searchers: list[str], checkpointer: Any = None):
+    """The graph for these searchers: one search node per searcher name, so the compiled
+    graph (and its drawing) shows which searchers the planner fans out to."""
     graph = StateGraph(PlannerState, context_schema=PlannerRun)
     graph.add_node("decompose", decompose)
-    graph.add_node("search", search)
+    for name in searchers:
+        graph.add_node(search_node(name), search)
+        graph.add_edge(search_node(name), "summarize")
     graph.add_node("summarize", summarize)
     graph.add_node("verify", verify)
     graph.add_node("supplement", supplement)
     graph.add_node("answer", answer)
     graph.add_edge(START, "decompose")
-    graph.add_edge("search", "summarize")
     graph.add_edge("summarize", "verify")
     graph.add_edge("answer", END)
     return graph.compile(name="planner", checkpointer=checkpointer)

@@ -418,3 +418,9 @@ def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None
     assert planned.options["dense"]["max_rewrites"] == 2
     assert planned.budget.max_llm_calls == 8
     assert SparseSearcherConfig(**base.options["sparse"]).max_depth == 3  # untouched
+
+
+def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
+    agent = agent_with(two_hop_chat(), [KeywordSearcher(index), ExplodingSearcher()])
+    nodes = set(agent._graph.get_graph().nodes)
+    assert {"search_keywords", "search_exploding", "summarize", "verify"} <= nodes
