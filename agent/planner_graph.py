@@ -37,7 +37,7 @@ import prompts
 from agent.planner_state import PlannerRun, PlannerState, SearchTask, SubQuery, query_key
 from agent.results import EventKind, TraceEvent
 from searchers.fusion import fuse_results
-from searchers.passages import Hit, Passage, numbered_passages
+from searchers.passages import Hit, Passage, focus_text, numbered_passages
 from searchers.searcher import BudgetExceeded, SearchResult
 from searchers.structured_calls import ask
 from searchers.verification import NO_ANSWER, normalize_answer
@@ -349,7 +349,9 @@ async def _summarize_one(
                 prompts.render(
                     "summarize",
                     query=sub["query"],
-                    passages=numbered_passages(shown, max_chars=cfg.passage_chars),
+                    passages=numbered_passages(
+                        shown, max_chars=cfg.passage_chars, query=sub["query"]
+                    ),
                 ),
                 meter=run.budget_meter,
                 step="summarize",
@@ -544,6 +546,12 @@ def _sources_for_answer(state: PlannerState, limit: int) -> list[dict[str, Any]]
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
 
+def _focus(state: PlannerState) -> str:
+    """What the answer step's passages are trimmed around: the question and its queries."""
+    queries = " ".join(q["query"] for q in state.get("sub_queries", {}).values())
+    return f"{state['question']} {queries}"
+
+
 def _evidence(state: PlannerState, sources: list[dict[str, Any]], chars: int) -> str:
     number = {s["id"]: n for n, s in enumerate(sources, start=1)}
     lines = ["Findings:"]
@@ -556,10 +564,7 @@ def _evidence(state: PlannerState, sources: list[dict[str, Any]], chars: int) ->
         lines.append(f"- {sub['query']}: {said} {marks}".rstrip())
     lines.append("\nSources:")
     for n, source in enumerate(sources, start=1):
-        text = " ".join(source["text"].split())
-        if len(text) > chars:
-            text = text[:chars].rsplit(" ", 1)[0] + " ..."
-        lines.append(f"[{n}] {source['title']}: {text}")
+        lines.append(f"[{n}] {source['title']}: {focus_text(source['text'], chars, _focus(state))}")
     return "\n".join(lines)
 
 
@@ -606,8 +611,15 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         (time.monotonic() - started) * 1000,
     )
     turn = {"question": state["question"], "short_answer": short}
+    focus = _focus(state)
     shown_sources = [
-        {"n": n, "id": src["id"], "title": src["title"], "text": src["text"]}
+        {
+            "n": n,
+            "id": src["id"],
+            "title": src["title"],
+            "text": src["text"],
+            "shown": focus_text(src["text"], run.planner.passage_chars, focus),
+        }
         for n, src in enumerate(sources, start=1)
     ]
     return {

@@ -129,11 +129,11 @@ class PipelineSpec:
 # --------------------------------------------------------------------------- helpers
 
 
-def shown_text(hit: Hit | Mapping[str, Any], chars: int) -> str:
+def shown_text(hit: Hit | Mapping[str, Any], chars: int, query: str | None = None) -> str:
     """A passage as a prompt showed it (``numbered_passages``' trim), without its number."""
     if isinstance(hit, Mapping):
         hit = Hit(Passage.from_json(dict(hit)), float(hit.get("score", 0.0)))
-    line = numbered_passages([hit], max_chars=chars)
+    line = numbered_passages([hit], max_chars=chars, query=query)
     return line.removeprefix("[1] ")
 
 
@@ -180,12 +180,12 @@ async def read_passages(
         prompts.render(
             "rag_answer",
             question=question,
-            passages=numbered_passages(list(hits), max_chars=ctx.chars),
+            passages=numbered_passages(list(hits), max_chars=ctx.chars, query=question),
         ),
         meter=meter,
         step="rag_answer",
     )
-    contexts = [shown_text(hit, ctx.chars) for hit in hits]
+    contexts = [shown_text(hit, ctx.chars, question) for hit in hits]
     if reply.value is None:
         return "", contexts, reply.error or "rag_answer: no reply"
     return " ".join(reply.value.answer.split()), contexts, None
@@ -299,7 +299,10 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
             for hit in search.get("hits", []):
                 passages.setdefault(str(hit["id"]), hit)
     contexts = [sub.summary for sub in result.sub_queries if sub.summary.strip()]
-    contexts += [shown_text(source, planner.passage_chars) for source in result.sources]
+    contexts += [
+        source.get("shown") or shown_text(source, planner.passage_chars)
+        for source in result.sources
+    ]
     titles = [
         str(passages[pid].get("title", ""))
         for pid in dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids)

@@ -97,7 +97,7 @@ async def write(state: DenseState, runtime: Runtime[DenseRun]) -> Command[Litera
     if attempts:
         last = attempts[-1]
         shown = state["hits"][last.id][: cfg.feedback_top]
-        feedback = numbered_passages(shown, max_chars=cfg.passage_chars)
+        feedback = numbered_passages(shown, max_chars=cfg.passage_chars, query=state["query"])
     else:
         feedback = "(none yet)"
     written = state.get("written", 0) + 1

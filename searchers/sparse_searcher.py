@@ -278,7 +278,7 @@ async def expand(
         return Command(goto="finish", update={"to_expand": []})
     attempt = state["attempts"][attempt_id]
     hits = state["hits"][attempt_id][: cfg.feedback_top]
-    passages = numbered_passages(hits, max_chars=cfg.passage_chars)
+    passages = numbered_passages(hits, max_chars=cfg.passage_chars, query=state["query"])
     seen = state.get("seen", set())
     frontier = list(state.get("frontier", []))
     notes: list[str] = []

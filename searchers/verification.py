@@ -184,7 +184,7 @@ async def verify_hits(
         return Verdict(sufficient=False, coverage=cov, reason="key terms missing from the hits")
     if not rule.needs_llm:
         return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
-    shown = numbered_passages(list(hits[:top]), max_chars=passage_chars)
+    shown = numbered_passages(list(hits[:top]), max_chars=passage_chars, query=query)
     if rule.extracts:
         return await _extract_verdict(chat, query, hits, shown, cov, meter, rule, top)
     reply = await ask(
