@@ -40,6 +40,17 @@ def default_data_dir() -> Path:
     return Path(base) / "hoptree"
 
 
+def comma_separated(value: Any) -> Any:
+    """A list setting from the environment: ``a,b`` reads as ``["a", "b"]`` (JSON lists work
+    too), so HOPTREE_WEB__PROVIDERS=searxng,brave needs no brackets and quotes."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
 class LLMSettings(BaseModel):
     """The chat model: any OpenAI-compatible endpoint, or the embedded llama.cpp server."""
 
@@ -134,15 +145,7 @@ class PlannerSettings(BaseModel):
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
     supplement: bool = Field(True, description="False: one round, no follow-up queries")
 
-    @field_validator("searchers", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
+    _searchers_list = field_validator("searchers", mode="before")(comma_separated)
 
 
 class ServerSettings(BaseModel):
@@ -224,16 +227,7 @@ class WebSettings(BaseModel):
     max_backoff_s: float = Field(8.0, ge=0)
     max_concurrency: int = Field(4, ge=1, le=32)
 
-    @field_validator("providers", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        """HOPTREE_WEB__PROVIDERS=searxng,brave reads as a list (JSON lists work too)."""
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
+    _providers_list = field_validator("providers", mode="before")(comma_separated)
 
     def options(self) -> dict[str, Any]:
         """Plain values for the web searcher's factory (secrets unwrapped only here)."""
