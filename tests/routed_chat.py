@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from tests.scripted_chat import ScriptedChatModel
@@ -63,16 +63,7 @@ class RoutedChatModel(ScriptedChatModel):
         if name not in self.routes:
             raise AssertionError(f"the test scripted no reply for {name!r}")
         reply = self.routes[name]
-        text = reply(messages) if callable(reply) else reply
-        message = AIMessage(
-            content=text,
-            usage_metadata={
-                "input_tokens": self.prompt_tokens,
-                "output_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-            },
-        )
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return self.result(reply(messages) if callable(reply) else reply)
 
     def count(self, route: str) -> int:
         return sum(1 for name, _ in self.seen if name == route)

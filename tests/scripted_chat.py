@@ -41,7 +41,10 @@ class ScriptedChatModel(BaseChatModel):
         if not self.replies:
             raise AssertionError("scripted chat model ran out of replies")
         reply = self.replies.pop(0)
-        text = reply(messages) if callable(reply) else reply
+        return self.result(reply(messages) if callable(reply) else reply)
+
+    def result(self, text: str) -> ChatResult:
+        """``text`` as one generation, with the scripted token counts as its usage."""
         message = AIMessage(
             content=text,
             usage_metadata={
