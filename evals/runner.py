@@ -86,7 +86,7 @@ class RunConfig:
     limit: int | None = None
     concurrency: int = 1
     index: Path | None = None  # open setting: use this index instead of building one
-    progress: bool | None = None  # None: a bar when stderr is a terminal
+    progress: bool | None = None  # None: a bar on a terminal, else one line per question
 
     def check(self) -> None:
         if self.setting not in SETTINGS:
@@ -223,20 +223,32 @@ def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
 
 
 class RunProgress:
-    """A bar on stderr with the running EM/F1 of every finished question of the selection."""
+    """The running EM/F1 of every finished question of the selection, on stderr: a bar on a
+    terminal, and one plain line per question otherwise, because a run left in the background
+    (nohup, CI) must still say how far it got; a bar writes nothing there."""
 
-    def __init__(self, label: str, total: int, rows: Sequence[dict[str, Any]], enabled: bool):
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        rows: Sequence[dict[str, Any]],
+        enabled: bool,
+        lines: bool = False,
+    ):
         self.label = label
+        self.total = total
         self.em = sum(r["em"] for r in rows)
         self.f1 = sum(r["f1"] for r in rows)
         self.done = len(rows)
+        self.lines = lines and not enabled
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
+            console=self.console,
             disable=not enabled,
         )
         self.task = self.progress.add_task(self._description(), total=total, completed=self.done)
@@ -254,6 +266,13 @@ class RunProgress:
         self.em += row["em"]
         self.f1 += row["f1"]
         self.progress.update(self.task, advance=1, description=self._description())
+        if self.lines:
+            error = f"  error: {row['error']}" if row.get("error") else ""
+            self.console.print(
+                f"[{self.done}/{self.total}] {row['id']}  em {row['em']:.0f} f1 {row['f1']:.2f}  "
+                f"{row.get('llm_calls', 0)} calls {row.get('seconds', 0):.0f} s  |  "
+                f"{self._description()}{error}"
+            )
 
     def __enter__(self) -> RunProgress:
         self.progress.start()
@@ -357,6 +376,7 @@ async def run_eval(
         semaphore = asyncio.Semaphore(config.concurrency)
         done_rows = [finished[q.id] for q in questions if q.id in finished]
         enabled = sys.stderr.isatty() if config.progress is None else config.progress
+        lines = config.progress is None and not enabled
 
         async def answer(question: EvalQuestion) -> PipelineOutput:
             if corpus is not None:
@@ -374,7 +394,7 @@ async def run_eval(
 
         with (
             run_dir.open_for_append() as handle,
-            RunProgress(spec.name, len(questions), done_rows, enabled) as progress,
+            RunProgress(spec.name, len(questions), done_rows, enabled, lines) as progress,
         ):
 
             async def one(question: EvalQuestion) -> None:

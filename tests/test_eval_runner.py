@@ -199,7 +199,7 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
 
 
 async def test_resume_runs_only_unfinished_questions(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
+    eval_settings: Settings, embeddings: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
     first = scripted_chat()
@@ -208,6 +208,7 @@ async def test_resume_runs_only_unfinished_questions(
         context(eval_settings, first, embeddings),
     )
     assert metrics["n"] == 2 and first.count("rag_answer") == 2
+    capsys.readouterr()
 
     # "killed" after two questions: the same command with a larger limit runs one more
     second = scripted_chat()
@@ -217,6 +218,10 @@ async def test_resume_runs_only_unfinished_questions(
     )
     assert second.count("rag_answer") == 1
     assert metrics["n"] == 3 and metrics["ran_now"] == 1
+    # stderr is no terminal here: one plain line for the question that ran, counted after the two
+    progress_lines = [line for line in capsys.readouterr().err.splitlines() if "] tiny-" in line]
+    assert len(progress_lines) == 1 and progress_lines[0].startswith("[3/3] tiny-3")
+    assert "EM" in progress_lines[0] and "F1" in progress_lines[0]
     ids = [r["id"] for r in rows(out)]
     assert sorted(ids) == ["tiny-1", "tiny-2", "tiny-3"] and len(ids) == len(set(ids))
 
