@@ -28,6 +28,7 @@ from evals.report import (
     comparison_rows,
     comparison_warnings,
     load_metrics,
+    on_common_questions,
     plot_scores,
     run_labels,
 )
@@ -179,10 +180,19 @@ def compare_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="write a grouped bar chart (PNG) here")
     ] = None,
+    common: Annotated[
+        bool,
+        typer.Option(
+            "--common",
+            help="score every run on the questions all of them finished (one dataset file)",
+        ),
+    ] = False,
 ) -> None:
     """One table over several runs (and optionally a markdown file and a chart)."""
     try:
         loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
+        if common:
+            loaded = on_common_questions(loaded)
     except ReportError as exc:
         raise _fail(str(exc)) from exc
     from evals.report import COMPARE_COLUMNS

@@ -10,6 +10,7 @@ safe beside a running event loop.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         value = _mean([float(r.get(key) or 0) for r in rows])
         return None if value is None else round(value, digits)
 
+    def median(key: str) -> float | None:
+        """A planner's cost is skewed (a few questions loop to the budget), so the typical
+        question is the median, reported beside the mean."""
+        values = [float(r.get(key) or 0) for r in rows]
+        return round(statistics.median(values), 2) if values else None
+
     return {
         "n": len(rows),
         "em": _percent(_mean([r["em"] for r in rows])),
@@ -80,6 +87,10 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "prompt_tokens_per_question": per_question("prompt_tokens", 1),
         "completion_tokens_per_question": per_question("completion_tokens", 1),
         "seconds_per_question": per_question("seconds"),
+        "llm_calls_median": median("llm_calls"),
+        "prompt_tokens_median": median("prompt_tokens"),
+        "completion_tokens_median": median("completion_tokens"),
+        "seconds_median": median("seconds"),
         "errors": sum(1 for r in rows if r.get("error")),
         "by_type": by_type,
     }
@@ -161,12 +172,15 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         f"| Gold-paragraph recall | {_fmt(metrics.get('gold_recall'))} "
         f"(over {metrics.get('gold_recall_n', 0)} questions) |"
     )
-    lines += [
-        f"| LLM calls/q | {_fmt(metrics.get('llm_calls_per_question'))} |",
-        f"| prompt tokens/q | {_fmt(metrics.get('prompt_tokens_per_question'))} |",
-        f"| completion tokens/q | {_fmt(metrics.get('completion_tokens_per_question'))} |",
-        f"| seconds/q | {_fmt(metrics.get('seconds_per_question'))} |",
-    ]
+    lines += ["", "| cost per question | mean | median |", "|---|---|---|"]
+    for label, key in (
+        ("LLM calls", "llm_calls"),
+        ("prompt tokens", "prompt_tokens"),
+        ("completion tokens", "completion_tokens"),
+        ("seconds", "seconds"),
+    ):
+        mean, middle = metrics.get(f"{key}_per_question"), metrics.get(f"{key}_median")
+        lines.append(f"| {label} | {_fmt(mean)} | {_fmt(middle)} |")
     by_type = metrics.get("by_type") or {}
     if by_type:
         lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]
@@ -220,6 +234,47 @@ def load_metrics(run_dir: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or "pipeline" not in data:
         raise ReportError(f"{path}: not an eval metrics file")
     return data
+
+
+def read_details(run_dir: Path) -> list[dict[str, Any]]:
+    """The finished rows of a run; a torn last line (a run killed mid-write) is skipped."""
+    path = Path(run_dir) / DETAILS_FILE
+    if not path.is_file():
+        raise ReportError(f"{run_dir}: no {DETAILS_FILE}")
+    rows: dict[str, dict[str, Any]] = {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if lineno == len(lines):
+                continue
+            raise ReportError(f"{path}:{lineno}: malformed row ({exc.msg})") from exc
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            rows.setdefault(row["id"], row)
+    return list(rows.values())
+
+
+def on_common_questions(
+    runs: Sequence[tuple[Path, dict[str, Any]]],
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Every run re-scored on the questions all of them finished, so a 30-question planner run
+    and a 100-question baseline are compared on the same 30 rather than side by side on
+    different sets. The runs must share a dataset file."""
+    hashes = {str(m.get("dataset_sha256")) for _, m in runs}
+    if len(hashes) > 1:
+        raise ReportError("--common needs runs over one dataset file; these differ")
+    details = [read_details(path) for path, _ in runs]
+    common = set.intersection(*[{r["id"] for r in rows} for rows in details]) if details else set()
+    if not common:
+        raise ReportError("the runs have no finished question in common")
+    rescored = []
+    for (path, metrics), rows in zip(runs, details, strict=True):
+        kept = [r for r in rows if r["id"] in common]
+        rescored.append((path, {**metrics, **aggregate(kept), "common_questions": True}))
+    return rescored
 
 
 def run_labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:

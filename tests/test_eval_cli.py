@@ -76,6 +76,37 @@ def test_compare_names_duplicate_pipelines_by_directory_and_warns_about_unfair_p
     assert "the runs differ in settings" in text and "the runs differ in sizes" in text
 
 
+async def test_compare_common_scores_every_run_on_the_questions_all_finished(
+    two_runs: list[Path], settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    short = tmp_path / "bm25-first"
+    ctx = EvalContext(
+        chat=scripted_chat(), settings=settings, embeddings=embeddings, model_label="scripted"
+    )
+    await run_eval(RunConfig(dataset=TINY, pipeline="bm25", out=short, limit=1), ctx)
+    markdown = tmp_path / "common.md"
+    args = ["compare", str(short), str(two_runs[1]), "--markdown", str(markdown)]
+
+    result = runner.invoke(eval_app, args)
+    assert result.exit_code == 0, result.output
+    assert "the runs differ in sizes" in markdown.read_text()  # 1 question against 3
+
+    result = runner.invoke(eval_app, [*args, "--common"])
+    assert result.exit_code == 0, result.output
+    lines = markdown.read_text().splitlines()
+    assert lines[2].startswith("| bm25 | eval_tiny_hotpot.jsonl | open | 1 |")
+    assert lines[3].startswith("| no-retrieval | eval_tiny_hotpot.jsonl | open | 1 |")
+    assert "Note:" not in markdown.read_text()
+
+
+def test_compare_common_refuses_runs_over_different_files(two_runs: list[Path]) -> None:
+    metrics = json.loads((two_runs[0] / "metrics.json").read_text())
+    metrics["dataset_sha256"] = "0" * 64
+    (two_runs[0] / "metrics.json").write_text(json.dumps(metrics))
+    result = runner.invoke(eval_app, ["compare", *map(str, two_runs), "--common"])
+    assert result.exit_code == 2 and "one dataset file" in result.output
+
+
 def test_compare_refuses_a_directory_without_metrics(tmp_path: Path) -> None:
     result = runner.invoke(eval_app, ["compare", str(tmp_path)])
     assert result.exit_code == 2

@@ -135,3 +135,26 @@ def test_mean_defined() -> None:
     assert mean_defined([1.0, None, 0.0]) == 0.5
     assert mean_defined([None, None]) is None
     assert mean_defined([]) is None
+
+
+def test_cost_is_reported_as_mean_and_median() -> None:
+    """One question that loops to the budget moves the mean, not the median."""
+    from evals.report import aggregate, report_markdown
+
+    rows = [
+        {
+            "em": 1.0,
+            "f1": 1.0,
+            "acc": 1.0,
+            "llm_calls": calls,
+            "prompt_tokens": 100 * calls,
+            "completion_tokens": 10 * calls,
+            "seconds": float(calls),
+        }
+        for calls in (10, 12, 14, 50)
+    ]
+    metrics = aggregate(rows)
+    assert metrics["llm_calls_per_question"] == 21.5 and metrics["llm_calls_median"] == 13.0
+    assert metrics["prompt_tokens_median"] == 1300.0 and metrics["seconds_median"] == 13.0
+    assert metrics["completion_tokens_median"] == 130.0
+    assert "| LLM calls | 21.50 | 13.00 |" in report_markdown(metrics, plot_name=None)
