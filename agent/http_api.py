@@ -50,6 +50,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent.api_docs import mount_offline_docs
 from agent.question import QuestionError, clean_question
 from agent.results import AskResult, Citation, TraceEvent
 from agent.service import AgentError, AgentLike
@@ -577,7 +578,10 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         title="hoptree",
         summary="Agentic multi-hop search: a planner over sparse, dense, web and RAPTOR searchers",
         version="0.1.0",
+        docs_url=None,
+        redoc_url=None,
     )
+    mount_offline_docs(app, "hoptree")
     slots = RunSlots(server.max_concurrency)
     app.state.agent = agent
     app.state.server = server

@@ -211,7 +211,14 @@ def test_models_searchers_health_and_docs(client: openai.OpenAI, url: str) -> No
     r = httpx.get(url + "/v1/searchers", headers=auth(), timeout=TIMEOUT)
     assert r.json()["searchers"] == ["sparse", "dense"]
     assert httpx.get(url + "/healthz", timeout=TIMEOUT).json()["status"] == "ok"
-    assert httpx.get(url + "/docs", timeout=TIMEOUT).status_code == 200
+    docs = httpx.get(url + "/docs", timeout=TIMEOUT)
+    assert docs.status_code == 200 and "cdn" not in docs.text.lower()
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+        assert (
+            f"/docs-assets/{asset}" in docs.text + httpx.get(url + "/redoc", timeout=TIMEOUT).text
+        )
+        served = httpx.get(f"{url}/docs-assets/{asset}", timeout=TIMEOUT)
+        assert served.status_code == 200 and len(served.content) > 10_000
     paths = httpx.get(url + "/openapi.json", timeout=TIMEOUT).json()["paths"]
     assert {"/v1/ask", "/v1/ask/stream", "/v1/chat/completions"} <= set(paths)
     page = httpx.get(url + "/", timeout=TIMEOUT)

@@ -162,3 +162,27 @@ def test_trace_page_stop_cancels_the_run(page) -> None:
         expect(page.locator("#status")).to_contain_text("stopped")
         assert agent.cancelled.wait(5), "closing the stream in the page did not cancel the run"
         assert agent.completed == 0
+
+
+def test_api_docs_render_without_internet(page) -> None:
+    """Swagger UI comes from the server itself: a request to any other host fails the test."""
+    from playwright.sync_api import expect
+
+    foreign: list[str] = []
+    with live_server(ScriptedAgent()) as url:
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(url)
+                else (foreign.append(route.request.url), route.abort())
+            ),
+        )
+        page.goto(url + "/docs")
+        expect(page.locator(".swagger-ui .title")).to_contain_text("hoptree")
+        expect(
+            page.locator(".opblock-summary-path", has_text="/v1/chat/completions")
+        ).to_have_count(1)
+        page.goto(url + "/redoc")
+        expect(page.locator("h1", has_text="hoptree")).to_have_count(1)
+    assert foreign == []
