@@ -52,7 +52,7 @@ from searchers.searcher import (
     run_refinement,
 )
 from searchers.structured_calls import ask
-from searchers.verification import VerificationRule, verify_hits
+from searchers.verification import VerificationRule, judge_attempt
 
 MAX_KEYWORD_CHARS = 80
 MAX_KEYWORD_WORDS = 6
@@ -209,18 +209,7 @@ async def probe(
     )
     stopped = state.get("stopped")
     if stopped is None:
-        try:
-            attempt.verdict = await verify_hits(
-                run.chat,
-                state["query"],
-                hits,
-                run.meter,
-                cfg.rule,
-                cfg.verify_top,
-                cfg.passage_chars,
-            )
-        except BudgetExceeded as exc:
-            stopped = exc.reason
+        stopped = await judge_attempt(attempt, run.chat, state["query"], hits, run.meter, cfg)
     attempt.ms = (time.monotonic() - started) * 1000
     attempts.append(attempt)
     to_expand = list(state.get("to_expand", []))

@@ -20,14 +20,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 import prompts
 from searchers.passages import Hit, numbered_passages
-from searchers.searcher import BudgetMeter, Verdict
+from searchers.searcher import Attempt, BudgetExceeded, BudgetMeter, Verdict
 from searchers.structured_calls import ask
 
 STOPWORDS = frozenset(
@@ -241,3 +241,30 @@ async def _extract_verdict(
         reason=reason,
         answer=span or None,
     )
+
+
+class JudgeSettings(Protocol):
+    """What a searcher's config says about judging its attempts."""
+
+    rule: VerificationRule
+    verify_top: int
+    passage_chars: int
+
+
+async def judge_attempt(
+    attempt: Attempt,
+    chat: BaseChatModel,
+    query: str,
+    hits: Sequence[Hit],
+    meter: BudgetMeter,
+    cfg: JudgeSettings,
+) -> str | None:
+    """Record the verdict on ``attempt``. A spent budget is returned as the stop reason rather
+    than raised, because a searcher out of calls still hands back what it has found."""
+    try:
+        attempt.verdict = await verify_hits(
+            chat, query, hits, meter, cfg.rule, cfg.verify_top, cfg.passage_chars
+        )
+    except BudgetExceeded as exc:
+        return exc.reason
+    return None
