@@ -4,28 +4,13 @@ in a subprocess, with the real local model, real tantivy, FAISS and embeddings."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_hoptree
+
 DATA = Path(__file__).parent / "data" / "passages.jsonl"
-HOPTREE = [sys.executable, "-m", "agent.cli"]
-
-
-def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
-    return subprocess.run(
-        [*HOPTREE, *args],
-        env={**clean, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.llm
@@ -36,10 +21,12 @@ def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None
         "HOPTREE_BUDGETS__MAX_ROUNDS": "2",
         "HOPTREE_PLANNER__SEARCH_MAX_REWRITES": "1",
     }
-    built = run(["index", "build", str(DATA), "--index", str(tmp_path / "idx")], env, tmp_path)
+    built = run_hoptree(
+        ["index", "build", str(DATA), "--index", str(tmp_path / "idx")], env, tmp_path
+    )
     assert built.returncode == 0, built.stderr
     question = "Which river flows through the city where the Eiffel Tower stands?"
-    proc = run(["ask", "--index", str(tmp_path / "idx"), "--json", question], env, tmp_path)
+    proc = run_hoptree(["ask", "--index", str(tmp_path / "idx"), "--json", question], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     for key in ("answer", "short_answer", "citations", "sub_queries", "llm_calls"):

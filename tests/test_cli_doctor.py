@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HOPTREE = [sys.executable, "-m", "agent.cli"]
-
-
-def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
-    return subprocess.run(
-        [*HOPTREE, *args],
-        env={**clean, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+from tests.cli_process import run_hoptree
 
 
 @pytest.mark.llm
@@ -33,7 +17,7 @@ def test_doctor_json_reports_every_part(local_chat, tmp_path: Path) -> None:
         "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
         "HOPTREE_LLM__LOCAL_CTX": "2048",
     }
-    proc = run(["doctor", "--json"], env, tmp_path)
+    proc = run_hoptree(["doctor", "--json"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["ok"] is True
@@ -52,7 +36,7 @@ def test_doctor_exits_1_and_names_each_broken_part(tmp_path: Path) -> None:
         "HOPTREE_LLM__GGUF_PATH": str(tmp_path / "missing.gguf"),
         "HOPTREE_EMBEDDINGS__MODEL": str(tmp_path / "no-such-model"),
     }
-    proc = run(["doctor", "--json"], env, tmp_path)
+    proc = run_hoptree(["doctor", "--json"], env, tmp_path)
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     assert report["ok"] is False
@@ -62,6 +46,6 @@ def test_doctor_exits_1_and_names_each_broken_part(tmp_path: Path) -> None:
 
 
 def test_bad_settings_exit_2_with_a_message(tmp_path: Path) -> None:
-    proc = run(["doctor"], {"HOPTREE_LLM__TEMPERATURE": "hot"}, tmp_path)
+    proc = run_hoptree(["doctor"], {"HOPTREE_LLM__TEMPERATURE": "hot"}, tmp_path)
     assert proc.returncode == 2
     assert "llm.temperature" in proc.stderr

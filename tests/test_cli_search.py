@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from rich.console import Console
 from agent.cli_search import render_trace
 from searchers.passages import Hit, Passage
 from searchers.searcher import Attempt, SearchResult, Verdict
+from tests.cli_process import run_hoptree
 
 
 def result() -> SearchResult:
@@ -51,19 +49,6 @@ def test_trace_is_a_tree_with_verdicts_and_the_best_marked() -> None:
     assert extend_line.index("#1") > lines[1].index("#0")  # children are indented below
 
 
-def run_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args],
-        env={**clean, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture(scope="module")
 def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("search_cli")
@@ -78,19 +63,21 @@ def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"id": "p3", "title": "Window film", "text": "Window film reduces glare."},
     ]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    proc = run_cli(["index", "build", str(corpus), "--index", str(root / "idx")], {}, root)
+    proc = run_hoptree(["index", "build", str(corpus), "--index", str(root / "idx")], {}, root)
     assert proc.returncode == 0, proc.stderr
     return root / "idx"
 
 
 def test_unknown_searcher_is_a_clear_error(small_index: Path, tmp_path: Path) -> None:
-    proc = run_cli(["search", "--index", str(small_index), "--searcher", "nope", "q"], {}, tmp_path)
+    proc = run_hoptree(
+        ["search", "--index", str(small_index), "--searcher", "nope", "q"], {}, tmp_path
+    )
     assert proc.returncode == 2
     assert "no searcher named 'nope'" in proc.stderr and "sparse" in proc.stderr
 
 
 def test_empty_query_is_refused(small_index: Path, tmp_path: Path) -> None:
-    proc = run_cli(["search", "--index", str(small_index), "   "], {}, tmp_path)
+    proc = run_hoptree(["search", "--index", str(small_index), "   "], {}, tmp_path)
     assert proc.returncode == 2 and "empty" in proc.stderr
 
 
@@ -113,7 +100,7 @@ def test_real_sparse_search_json(small_index: Path, tmp_path: Path, local_chat) 
         "2",
         "Where did Tinted Windows play their first gig?",
     ]
-    proc = run_cli(args, env, tmp_path)
+    proc = run_hoptree(args, env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["searcher"] == "sparse" and out["llm_calls"] <= 4

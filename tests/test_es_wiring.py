@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_hoptree
+
 LIVE = os.environ.get("HOPTREE_ES_URL")
-
-
-def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *args],
-        env={**clean, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +31,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_unreachable_cluster_is_named_in_the_error(corpus: Path, tmp_path: Path) -> None:
     env = {"HOPTREE_ES__URL": "http://127.0.0.1:9", "HOPTREE_ES__TIMEOUT_S": "2"}
-    build = cli(["index", "build", str(corpus), "--index", str(tmp_path / "i")], env, tmp_path)
+    build = run_hoptree(
+        ["index", "build", str(corpus), "--index", str(tmp_path / "i")], env, tmp_path
+    )
     assert build.returncode == 2
     assert "Elasticsearch at http://127.0.0.1:9" in build.stderr
     assert (tmp_path / "i" / "manifest.json").exists()  # the local index was built all the same
-    got = cli(
+    got = run_hoptree(
         ["retrieve", "--index", str(tmp_path / "i"), "--retriever", "sparse", "solar"],
         env,
         tmp_path,
@@ -60,9 +49,11 @@ def test_an_unreachable_cluster_is_named_in_the_error(corpus: Path, tmp_path: Pa
 def test_build_and_retrieve_through_a_real_cluster(corpus: Path, tmp_path: Path) -> None:
     index_name = f"hoptree-wiring-{uuid.uuid4().hex[:8]}"
     env = {"HOPTREE_ES__URL": str(LIVE), "HOPTREE_ES__INDEX": index_name}
-    build = cli(["index", "build", str(corpus), "--index", str(tmp_path / "i")], env, tmp_path)
+    build = run_hoptree(
+        ["index", "build", str(corpus), "--index", str(tmp_path / "i")], env, tmp_path
+    )
     assert build.returncode == 0, build.stderr
-    got = cli(
+    got = run_hoptree(
         [
             "retrieve",
             "--index",
