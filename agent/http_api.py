@@ -34,10 +34,10 @@ import math
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
@@ -85,6 +85,7 @@ RETRY_AFTER_MAX_S = 60  # OpenAI clients only honour Retry-After up to 60 s
 # Module level: FastAPI resolves the (string) annotations of endpoints in the module's globals.
 BEARER = HTTPBearer(auto_error=False, description="the server's api_key")
 THREAD_ID_RE = re.compile(r"^[\w.:@/+=\-]{1,200}$")
+T = TypeVar("T")
 
 
 class ServeRefused(RuntimeError):
@@ -297,6 +298,29 @@ class SlotEventSourceResponse(EventSourceResponse):
             self._slot.release()
 
 
+def stream_response(
+    slot: RunSlot, source: AsyncGenerator[T, None], to_event: Callable[[T], ServerSentEvent]
+) -> SlotEventSourceResponse:
+    """The SSE response of one run: the source is closed (cancelling the run) and the slot
+    freed however the response ends."""
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        try:
+            async with aclosing(source) as run:
+                async for item in run:
+                    yield to_event(item)
+        finally:
+            slot.release()
+
+    return SlotEventSourceResponse(
+        events(),
+        slot=slot,
+        ping=SSE_PING_S,
+        send_timeout=SSE_SEND_TIMEOUT_S,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
 # --------------------------------------------------------------------------- request models
 
 
@@ -505,7 +529,7 @@ async def run_ask(
 
 async def run_stream(
     agent: AgentLike, question: str, thread_id: str | None, deadline_s: float
-) -> AsyncIterator[TraceEvent]:
+) -> AsyncGenerator[TraceEvent, None]:
     """The agent's trace events under the hard deadline, always ending in ``result`` or in a
     fatal ``error`` event, never in an exception (except cancellation, which closes the agent's
     stream: that is how a disconnecting client stops its run)."""
@@ -637,22 +661,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         question = question_of(body.question)
         thread_id = check_thread_id(body.thread_id)
         slot = slots.acquire_or_429()
-
-        async def events() -> AsyncIterator[ServerSentEvent]:
-            try:
-                async with aclosing(run_stream(agent, question, thread_id, deadline_s)) as run:
-                    async for event in run:
-                        yield _sse(event)
-            finally:
-                slot.release()
-
-        return SlotEventSourceResponse(
-            events(),
-            slot=slot,
-            ping=SSE_PING_S,
-            send_timeout=SSE_SEND_TIMEOUT_S,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return stream_response(slot, run_stream(agent, question, thread_id, deadline_s), _sse)
 
     @v1.post("/chat/completions", summary="OpenAI-compatible chat completions")
     async def chat_completions(
@@ -673,22 +682,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
             chunks = chat_stream(
                 agent, question, thread_id, deadline_s, completion_id, now, include_usage
             )
-
-            async def events() -> AsyncIterator[ServerSentEvent]:
-                try:
-                    async with aclosing(chunks) as run:
-                        async for data in run:
-                            yield ServerSentEvent(data=data)
-                finally:
-                    slot.release()
-
-            return SlotEventSourceResponse(
-                events(),
-                slot=slot,
-                ping=SSE_PING_S,
-                send_timeout=SSE_SEND_TIMEOUT_S,
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
+            return stream_response(slot, chunks, lambda data: ServerSentEvent(data=data))
         try:
             result = await run_ask(agent, question, thread_id, deadline_s, request)
         except ClientGone:
@@ -794,7 +788,7 @@ async def chat_stream(
     completion_id: str,
     created: int,
     include_usage: bool,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """OpenAI ``chat.completion.chunk`` data lines for one run, then ``[DONE]``.
 
     The planner's trace is not chat content, so nothing but SSE pings flows while it works; the
