@@ -1,4 +1,4 @@
-"""``hoptree eval run|compare|pipelines``: the evaluation suites on the command line.
+"""``hoptree eval run|compare|suite|pipelines``: the evaluation suites on the command line.
 
 A typer sub-app mounted by ``agent`` through the entry-point group ``hoptree.commands``
 (``agent.cli_plugins``), because ``agent`` must not import ``evals``. Commands validate their
@@ -33,6 +33,17 @@ from evals.report import (
     run_labels,
 )
 from evals.runner import EvalRunError, RunConfig, run_eval
+from evals.suite import (
+    DATASETS,
+    STAGES,
+    SuiteError,
+    compare_args,
+    execute_cli,
+    metrics_of,
+    run_status,
+    run_unfinished,
+    suite_runs,
+)
 
 eval_app = typer.Typer(
     help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA files and compare runs.",
@@ -217,6 +228,58 @@ def compare_command(
         datasets = sorted({Path(str(m.get("dataset"))).name for _, m in loaded})
         plot_scores(labelled, plot, f"{len(loaded)} runs on {', '.join(datasets)}")
         out.print(f"[dim]{plot}[/dim]", highlight=False)
+
+
+@eval_app.command("suite")
+def suite_command(
+    data: Annotated[
+        Path, typer.Option("--data", help="folder holding hotpotqa/ and 2wikimultihopqa/")
+    ] = Path("../shared/data"),
+    out_dir: Annotated[Path, typer.Option("--out", help="results folder")] = Path("evals/results"),
+    stages: Annotated[
+        list[str] | None,
+        typer.Option("--stage", help=f"one of {', '.join(STAGES)} (repeatable; default all)"),
+    ] = None,
+    datasets: Annotated[
+        list[str] | None,
+        typer.Option("--only", help=f"one of {', '.join(DATASETS)} (repeatable; default both)"),
+    ] = None,
+    go: Annotated[
+        bool, typer.Option("--run", help="run the unfinished runs, then write the comparisons")
+    ] = False,
+) -> None:
+    """The committed suite: how far each run got; with --run, continue it (resumable)."""
+    try:
+        runs = suite_runs(stages or list(STAGES), datasets or list(DATASETS))
+    except SuiteError as exc:
+        raise _fail(str(exc)) from exc
+    files = {r.dataset_file(data) for r in runs}
+    missing = sorted(str(f) for f in files if not f.is_file())
+    if missing:
+        raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
+    if go:
+        for run, code in run_unfinished(runs, data, out_dir):
+            if code != 0:
+                err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
+        for dataset in dict.fromkeys(r.dataset for r in runs):
+            for common in (False, True):
+                args = compare_args(out_dir, dataset, common)
+                if args is not None:
+                    execute_cli(args)
+    table = Table(title=f"evaluation suite in {out_dir}")
+    for column in ("dataset", "pipeline", "questions", "status", "EM", "F1"):
+        table.add_column(column, justify="right" if column in ("EM", "F1") else "left")
+    for run in runs:
+        metrics = metrics_of(run, out_dir) or {}
+        table.add_row(
+            run.dataset,
+            run.pipeline,
+            str(run.limit),
+            run_status(run, out_dir),
+            str(metrics.get("em", "")),
+            str(metrics.get("f1", "")),
+        )
+    out.print(table)
 
 
 @eval_app.command("pipelines")

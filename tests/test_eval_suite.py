@@ -1,0 +1,112 @@
+"""``hoptree eval suite``: the committed suite's runs, their status, and resuming them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evals.cli import eval_app
+from evals.suite import (
+    COMPARE_ALL,
+    COMPARE_COMMON,
+    DATASETS,
+    SuiteError,
+    SuiteRun,
+    compare_args,
+    run_status,
+    run_unfinished,
+    suite_runs,
+)
+
+runner = CliRunner()
+
+
+def write_rows(run_dir: Path, n: int, torn: bool = False) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps({"id": f"q{i}"}) + "\n" for i in range(n))
+    (run_dir / "details.jsonl").write_text(text + ('{"id": "cut' if torn else ""))
+
+
+def test_runs_go_stage_by_stage_and_pipeline_by_pipeline_over_both_datasets() -> None:
+    runs = suite_runs(["cheap", "planner"])
+    assert [(r.dataset, r.pipeline) for r in runs[:4]] == [
+        ("hotpotqa", "no-retrieval"),
+        ("2wiki", "no-retrieval"),
+        ("hotpotqa", "bm25"),
+        ("2wiki", "bm25"),
+    ]
+    assert {r.limit for r in runs if r.pipeline in ("bm25", "hybrid")} == {100}
+    assert {r.limit for r in runs if r.pipeline.startswith(("full", "no-d", "no-su"))} == {30}
+    assert [r.dataset for r in suite_runs(["tree"], ["2wiki"])] == ["2wiki"]
+    with pytest.raises(SuiteError, match="unknown stage or dataset fast"):
+        suite_runs(["fast"])
+
+
+def test_a_run_resumes_with_the_same_command(tmp_path: Path) -> None:
+    run = SuiteRun("2wiki", "bm25", 100)
+    args = run.eval_args(Path("data"), tmp_path)
+    assert args[:2] == ["eval", "run"]
+    assert args[args.index("--dataset") + 1] == str(Path("data") / DATASETS["2wiki"])
+    assert args[args.index("--out") + 1] == str(tmp_path / "2wiki" / "bm25")
+    assert args[args.index("--limit") + 1] == "100" and "open" in args
+
+
+def test_status_counts_whole_rows_only(tmp_path: Path) -> None:
+    run = SuiteRun("hotpotqa", "full", 30)
+    assert run_status(run, tmp_path) == "not started"
+    write_rows(run.out_dir(tmp_path), 20, torn=True)
+    assert run_status(run, tmp_path) == "20/30"
+    write_rows(run.out_dir(tmp_path), 30)
+    assert run_status(run, tmp_path) == "finished"
+
+
+def test_unfinished_runs_run_in_order_and_a_failure_does_not_stop_the_rest(tmp_path: Path) -> None:
+    runs = suite_runs(["searchers"])
+    write_rows(runs[0].out_dir(tmp_path), 30)  # hotpotqa sparse-searcher already finished
+    seen: list[str] = []
+
+    def execute(args: list[str]) -> int:
+        out = Path(args[args.index("--out") + 1])
+        seen.append(f"{out.parent.name}/{out.name}")
+        return 1 if out.name == "sparse-searcher" else 0
+
+    outcomes = run_unfinished(runs, Path("data"), tmp_path, execute)
+    assert seen == ["2wiki/sparse-searcher", "hotpotqa/dense-searcher", "2wiki/dense-searcher"]
+    assert [code for _, code in outcomes] == [1, 0, 0]
+
+
+def test_comparisons_need_two_runs_with_metrics(tmp_path: Path) -> None:
+    assert compare_args(tmp_path, "hotpotqa", common=False) is None
+    for pipeline in ("bm25", "full"):
+        (tmp_path / "hotpotqa" / pipeline).mkdir(parents=True)
+        (tmp_path / "hotpotqa" / pipeline / "metrics.json").write_text("{}")
+    every = compare_args(tmp_path, "hotpotqa", common=False)
+    common = compare_args(tmp_path, "hotpotqa", common=True)
+    assert every is not None and common is not None
+    assert every[:2] == ["eval", "compare"] and str(tmp_path / "hotpotqa" / "bm25") in every
+    assert every[-1].endswith(COMPARE_ALL) and "--common" not in every
+    assert "--common" in common and str(tmp_path / "hotpotqa" / COMPARE_COMMON) in common
+
+
+def test_suite_lists_every_run_with_its_status(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for name in DATASETS.values():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text("")
+    out = tmp_path / "results"
+    write_rows(out / "hotpotqa" / "full", 12)
+    result = runner.invoke(
+        eval_app, ["suite", "--data", str(data), "--out", str(out)], terminal_width=200
+    )
+    assert result.exit_code == 0, result.output
+    full = [line for line in result.output.splitlines() if "hotpotqa" in line and " full " in line]
+    assert len(full) == 1 and "12/30" in full[0]
+    assert result.output.count("not started") == 21  # 22 runs, one of them partly done
+
+    missing = runner.invoke(eval_app, ["suite", "--data", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "dataset file not found" in missing.output
+    bad = runner.invoke(eval_app, ["suite", "--data", str(data), "--stage", "fast"])
+    assert bad.exit_code == 2 and "unknown stage" in bad.output
