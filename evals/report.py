@@ -236,24 +236,32 @@ def load_metrics(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def read_details(run_dir: Path) -> list[dict[str, Any]]:
-    """The finished rows of a run; a torn last line (a run killed mid-write) is skipped."""
-    path = Path(run_dir) / DETAILS_FILE
-    if not path.is_file():
-        raise ReportError(f"{run_dir}: no {DETAILS_FILE}")
+def parse_details(raw: bytes, path: Path) -> tuple[dict[str, dict[str, Any]], int]:
+    """The rows of a ``details.jsonl`` by question id (the first row per id wins), and the length
+    of a torn tail: bytes after the last newline, left by a run killed mid-write. The runner cuts
+    that tail off before it appends; readers ignore it. Any other bad line is an error, so a
+    damaged file is never scored as if it were shorter."""
+    keep = raw.rfind(b"\n") + 1
     rows: dict[str, dict[str, Any]] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, line in enumerate(raw[:keep].decode("utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            if lineno == len(lines):
-                continue
             raise ReportError(f"{path}:{lineno}: malformed row ({exc.msg})") from exc
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            rows.setdefault(row["id"], row)
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise ReportError(f"{path}:{lineno}: a row needs a string 'id'")
+        rows.setdefault(row["id"], row)
+    return rows, len(raw) - keep
+
+
+def read_details(run_dir: Path) -> list[dict[str, Any]]:
+    """The finished rows of a run, without touching the file (a run may still be appending)."""
+    path = Path(run_dir) / DETAILS_FILE
+    if not path.is_file():
+        raise ReportError(f"{run_dir}: no {DETAILS_FILE}")
+    rows, _torn = parse_details(path.read_bytes(), path)
     return list(rows.values())
 
 

@@ -53,7 +53,14 @@ from evals.corpora import (
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import answer_scores, gold_recall, retrieval_success
 from evals.pipelines import EvalContext, PipelineError, PipelineOutput, PipelineSpec, get_pipeline
-from evals.report import DETAILS_FILE, METRICS_FILE, aggregate, write_report
+from evals.report import (
+    DETAILS_FILE,
+    METRICS_FILE,
+    ReportError,
+    aggregate,
+    parse_details,
+    write_report,
+)
 from searchers.corpus import file_sha256
 from searchers.index_dir import BuildProgress, embedding_dimension
 from searchers.registry import SearcherRegistryError
@@ -150,34 +157,23 @@ class RunDirectory:
         return record
 
     def finished(self) -> dict[str, dict[str, Any]]:
-        """Rows by question id. A last line without its newline was cut short by a kill: it is
-        removed from the file (its question runs again). Any other bad line is an error."""
+        """Rows by question id. A torn last line (a kill mid-write) is cut from the file, so its
+        question runs again and the next row starts on a line of its own."""
         if not self.details_path.is_file():
             return {}
         raw = self.details_path.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            keep = raw.rfind(b"\n") + 1
+        try:
+            rows, torn = parse_details(raw, self.details_path)
+        except ReportError as exc:
+            raise EvalRunError(str(exc)) from exc
+        if torn:
             log.warning(
                 "%s: dropping an unfinished last line (%d bytes) left by an interrupted run",
                 self.details_path,
-                len(raw) - keep,
+                torn,
             )
             with self.details_path.open("r+b") as fh:
-                fh.truncate(keep)
-            raw = raw[:keep]
-        rows: dict[str, dict[str, Any]] = {}
-        for lineno, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvalRunError(
-                    f"{self.details_path}:{lineno}: malformed row ({exc.msg})"
-                ) from exc
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise EvalRunError(f"{self.details_path}:{lineno}: a row needs a string 'id'")
-            rows.setdefault(row["id"], row)
+                fh.truncate(len(raw) - torn)
         return rows
 
     def open_for_append(self) -> IO[str]:

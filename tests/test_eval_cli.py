@@ -17,6 +17,7 @@ import agent.cli_plugins as cli_plugins
 from agent.settings import Settings
 from evals.cli import eval_app
 from evals.pipelines import EvalContext
+from evals.report import ReportError, parse_details, read_details
 from evals.runner import RunConfig, run_eval
 from tests.test_eval_runner import TINY, scripted_chat
 
@@ -105,6 +106,25 @@ def test_compare_common_refuses_runs_over_different_files(two_runs: list[Path]) 
     (two_runs[0] / "metrics.json").write_text(json.dumps(metrics))
     result = runner.invoke(eval_app, ["compare", *map(str, two_runs), "--common"])
     assert result.exit_code == 2 and "one dataset file" in result.output
+
+
+def test_details_are_read_without_a_torn_tail_and_without_changing_the_file(
+    tmp_path: Path,
+) -> None:
+    details = tmp_path / "details.jsonl"
+    text = '{"id": "q1", "f1": 1.0}\n{"id": "q2", "f1": 0.0}\n{"id": "q1", "f1": 0.5}\n{"id": "q3'
+    details.write_text(text)
+    rows = read_details(tmp_path)
+    assert [(r["id"], r["f1"]) for r in rows] == [("q1", 1.0), ("q2", 0.0)]
+    assert details.read_text() == text  # a reader leaves the tail to the run that may own it
+    assert parse_details(text.encode(), details)[1] == len('{"id": "q3')
+
+    details.write_text('{"id": "q1"}\nnot json\n{"id": "q2"}\n')
+    with pytest.raises(ReportError, match=r"details\.jsonl:2: malformed row"):
+        read_details(tmp_path)
+    details.write_text('{"id": "q1"}\n{"f1": 1.0}\n')
+    with pytest.raises(ReportError, match=r"details\.jsonl:2: a row needs a string 'id'"):
+        read_details(tmp_path)
 
 
 def test_compare_refuses_a_directory_without_metrics(tmp_path: Path) -> None:
