@@ -1,4 +1,5 @@
-"""Reading long documents: text/markdown, QuALITY jsonl, L-CiteEval NarrativeQA json."""
+"""Reading documents for the tree: text/markdown, QuALITY jsonl, L-CiteEval NarrativeQA json,
+question files."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from searchers.corpus import read_qa_paragraphs
 from tests.conftest import SHARED_DATA
 from tree.documents import DocumentError, clean_text, html_to_text, read_documents
 
@@ -110,3 +112,30 @@ def test_the_shared_longdoc_files() -> None:
     flopsy = next(d for d in docs if d.title == "The Tale of the Flopsy Bunnies")
     assert "Thomasina Tittlemouse" in flopsy.text
     assert "PROJECT GUTENBERG" not in flopsy.text.upper()[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("relative", "fmt"),
+    [
+        ("hotpotqa/dev_hard_300_a.jsonl", "hotpotqa"),
+        ("2wikimultihopqa/dev_first100_flashrag.jsonl", "flashrag"),
+    ],
+)
+def test_a_question_file_gives_the_open_index_paragraphs(relative: str, fmt: str) -> None:
+    """`full+tree` evaluates a tree over the eval file: its leaves must carry the index's ids
+    and titles, or gold-paragraph recall would never count them."""
+    path = SHARED_DATA / relative
+    documents = read_documents([path])
+    passages = list(read_qa_paragraphs(path, fmt))
+    assert len(documents) == len(passages) > 100
+    assert [(d.id, d.title, d.text) for d in documents] == [
+        (p.id, p.title, p.text) for p in passages
+    ]
+
+
+def test_a_broken_question_file_names_the_line(tmp_path: Path) -> None:
+    good = {"id": "q1", "question": "?", "answer": "a", "context": [["T", ["Some text."]]]}
+    path = tmp_path / "questions.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({"id": "q2", "question": "?"}) + "\n")
+    with pytest.raises(DocumentError, match=r"questions\.jsonl:2: a HotpotQA row needs 'context'"):
+        read_documents([path])

@@ -1,13 +1,16 @@
 """Long documents for the tree: text/markdown files and the shared long-document datasets.
 
-A tree is built over whole documents (a book, an article), not over a corpus's paragraphs, so
-these readers return one ``SourceDocument`` per work:
+A tree is usually built over whole documents (a book, an article), so most readers return one
+``SourceDocument`` per work; a question file is the exception, its paragraphs being the corpus:
 
 - ``.txt`` / ``.md`` (any other extension too): one document per file, id = file stem;
 - ``.jsonl`` QuALITY (one question set per line, ``article`` = the story as HTML lines, repeated
   on every line of the same article): one document per ``article_id``; other JSON lines with a
   ``text`` field are read as ``{"id", "title", "text"}``;
-- ``.json`` L-CiteEval NarrativeQA (a list of items, the book in ``context``): one per item ``id``.
+- ``.json`` L-CiteEval NarrativeQA (a list of items, the book in ``context``): one per item ``id``;
+- ``.jsonl`` question files (HotpotQA, 2Wiki in FlashRAG layout): one document per context
+  paragraph, read exactly as the open eval index reads them, so a tree over a question file has
+  the index's passage ids and titles (gold-paragraph recall counts its leaves).
 
 Text is cleaned where the source needs it: HTML to paragraphs, Project Gutenberg header and
 license stripped (the license is a third of a short book and would become its own subtree), a
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from searchers.corpus import CorpusError, format_of_record, read_qa_paragraphs
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 DATA_SUFFIXES = (".json", ".jsonl")
@@ -161,6 +166,28 @@ def _jsonl_documents(path: Path) -> Iterable[SourceDocument]:
             yield SourceDocument(id=doc_id, title=title, text=clean_text(raw), source=str(path))
 
 
+def _question_file_format(path: Path) -> str | None:
+    """``hotpotqa`` or ``flashrag`` when the first row is a question with its context paragraphs."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        row = json.loads(first) if first else None
+    except (OSError, ValueError):
+        return None  # the row-by-row reader reports what is wrong, with its line number
+    fmt = format_of_record(row) if isinstance(row, dict) else None
+    return fmt if fmt in ("hotpotqa", "flashrag") else None
+
+
+def _question_file_documents(path: Path, fmt: str) -> Iterable[SourceDocument]:
+    try:
+        for passage in read_qa_paragraphs(path, fmt):
+            yield SourceDocument(
+                id=passage.id, title=passage.title, text=passage.text, source=str(path)
+            )
+    except CorpusError as exc:
+        raise DocumentError(str(exc)) from exc
+
+
 def _json_documents(path: Path) -> Iterable[SourceDocument]:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -216,7 +243,10 @@ def read_documents(paths: Sequence[Path], only: Sequence[str] = ()) -> list[Sour
     for path in expand_paths(paths):
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
-            found: Iterable[SourceDocument] = _jsonl_documents(path)
+            qa_format = _question_file_format(path)
+            found: Iterable[SourceDocument] = (
+                _question_file_documents(path, qa_format) if qa_format else _jsonl_documents(path)
+            )
         elif suffix == ".json":
             found = _json_documents(path)
         else:
