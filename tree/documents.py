@@ -29,7 +29,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from searchers.corpus import CorpusError, format_of_record, read_qa_paragraphs
+from searchers.corpus import CorpusError, detect_format, read_qa_paragraphs
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 DATA_SUFFIXES = (".json", ".jsonl")
@@ -167,14 +167,12 @@ def _jsonl_documents(path: Path) -> Iterable[SourceDocument]:
 
 
 def _question_file_format(path: Path) -> str | None:
-    """``hotpotqa`` or ``flashrag`` when the first row is a question with its context paragraphs."""
+    """``hotpotqa`` or ``flashrag`` when the first row is a question with its context paragraphs
+    (the index's own format detection, so the tree and the index agree on what a file is)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        row = json.loads(first) if first else None
-    except (OSError, ValueError):
-        return None  # the row-by-row reader reports what is wrong, with its line number
-    fmt = format_of_record(row) if isinstance(row, dict) else None
+        fmt = detect_format(path)
+    except (OSError, ValueError):  # CorpusError too: the row-by-row reader names the bad line
+        return None
     return fmt if fmt in ("hotpotqa", "flashrag") else None
 
 
