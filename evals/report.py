@@ -144,6 +144,16 @@ def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: s
     return path
 
 
+def _timing_row(metrics: dict[str, Any]) -> str:
+    """A resumed run spans sessions; its last start alone would hide when the first rows ran."""
+    if metrics.get("resumed"):
+        return (
+            f"| resumed / finished | {metrics.get('started')} / {metrics.get('finished')} "
+            f"(first question finished {metrics.get('first_row_at') or 'n/a'}) |"
+        )
+    return f"| started / finished | {metrics.get('started')} / {metrics.get('finished')} |"
+
+
 def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) -> str:
     name = Path(str(metrics.get("dataset", ""))).name
     lines = [
@@ -158,7 +168,7 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         f"| model | {metrics.get('model') or 'n/a'} |",
         f"| questions | {metrics.get('n')} (limit {_limit(metrics.get('limit'))}), "
         f"{metrics.get('errors', 0)} failed |",
-        f"| started / finished | {metrics.get('started')} / {metrics.get('finished')} |",
+        _timing_row(metrics),
         "",
         "| metric | value |",
         "|---|---|",

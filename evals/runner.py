@@ -432,6 +432,11 @@ async def run_eval(
         "wall_seconds": round(time.monotonic() - wall, 2),
         "started": started_at,
         "finished": _now(),
+        # A resumed run's ``started`` is this resume; the first row's time says when it began.
+        "resumed": len(pending) < len(rows),
+        "first_row_at": min(
+            (str(r["finished_at"]) for r in rows if r.get("finished_at")), default=None
+        ),
         "scale": "percent",
     }
     out = Path(config.out)

@@ -208,6 +208,9 @@ async def test_resume_runs_only_unfinished_questions(
         context(eval_settings, first, embeddings),
     )
     assert metrics["n"] == 2 and first.count("rag_answer") == 2
+    assert (
+        metrics["resumed"] is False and "| started / finished |" in (out / "report.md").read_text()
+    )
     capsys.readouterr()
 
     # "killed" after two questions: the same command with a larger limit runs one more
@@ -218,6 +221,10 @@ async def test_resume_runs_only_unfinished_questions(
     )
     assert second.count("rag_answer") == 1
     assert metrics["n"] == 3 and metrics["ran_now"] == 1
+    # the report says this was a resume and keeps when the first question finished
+    first_row = min(r["finished_at"] for r in rows(out))
+    assert metrics["resumed"] is True and metrics["first_row_at"] == first_row
+    assert f"(first question finished {first_row})" in (out / "report.md").read_text()
     # stderr is no terminal here: one plain line for the question that ran, counted after the two
     progress_lines = [line for line in capsys.readouterr().err.splitlines() if "] tiny-" in line]
     assert len(progress_lines) == 1 and progress_lines[0].startswith("[3/3] tiny-3")
