@@ -404,12 +404,24 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     return {"summaries": summaries, "fused": fused, "passages": passages, "errors": errors}
 
 
-def _findings(state: PlannerState) -> str:
+def _findings(state: PlannerState, chars: int) -> str:
+    """What verify and supplement judge. With summaries ablated a query's finding is its fused
+    passages themselves (trimmed around the query), so the judge reads the same evidence the
+    summary would have condensed instead of judging blind."""
     lines = []
+    passages = state.get("passages", {})
     for qid, sub in state.get("sub_queries", {}).items():
         summary = state.get("summaries", {}).get(qid)
         text = summary["summary"] if summary else "(not searched yet)"
         mark = "" if summary and summary["answered"] else " [unanswered]"
+        if summary and not text:
+            shown = [passages[pid] for pid in summary["sources"] if pid in passages]
+            text = "passages:" if shown else "(no passages)"
+            lines.append(f"- {sub['query']} -> {text}{mark}")
+            lines += [
+                f"    {p['title']}: {focus_text(p['text'], chars, sub['query'])}" for p in shown
+            ]
+            continue
         lines.append(f"- {sub['query']} -> {text}{mark}")
     return "\n".join(lines)
 
@@ -440,7 +452,11 @@ async def verify(
             reply = await ask(
                 run.chat,
                 Sufficiency,
-                prompts.render("verify", question=state["question"], findings=_findings(state)),
+                prompts.render(
+                    "verify",
+                    question=state["question"],
+                    findings=_findings(state, run.planner.passage_chars),
+                ),
                 meter=run.budget_meter,
                 step="verify",
             )
@@ -493,7 +509,7 @@ async def supplement(state: PlannerState, runtime: Runtime[PlannerRun]) -> Comma
             prompts.render(
                 "supplement",
                 question=state["question"],
-                findings=_findings(state),
+                findings=_findings(state, run.planner.passage_chars),
                 max_queries=limit,
             ),
             meter=run.budget_meter,

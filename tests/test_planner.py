@@ -402,6 +402,22 @@ async def test_no_summarize_hands_the_fused_passages_to_the_answer(index) -> Non
     assert "- city where the Eiffel Tower stands: see sources [1]" in answer_prompt
 
 
+async def test_no_summarize_lets_verify_read_the_fused_passages(index) -> None:
+    """The ablation removes the condensing, not the evidence: verify must not judge blind."""
+    chat = two_hop_chat()
+    result = await ablated(chat, index, summarize=False).ask(
+        "Which river flows through the city where the Eiffel Tower stands?"
+    )
+    (verify_prompt,) = [text for route, text in chat.seen if route == "verify"]
+    findings = verify_prompt.split("Findings:")[1]
+    for sub in result.sub_queries:
+        assert f"- {sub.query} -> passages:" in findings
+    # the Paris passage shown under the first query, trimmed to the planner's passage size
+    shown = [line for line in findings.splitlines() if line.startswith("    ")]
+    assert shown and all(len(line) < 4 + 200 + PlannerSettings().passage_chars for line in shown)
+    assert any("Eiffel" in line for line in shown)
+
+
 def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None:
     from agent.hoptree_agent import planner_search_context
     from agent.searching import searcher_options
