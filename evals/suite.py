@@ -11,11 +11,14 @@ the cheapest complete comparisons first.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from evals.report import DETAILS_FILE, METRICS_FILE
 
@@ -105,9 +108,38 @@ def run_status(run: SuiteRun, out: Path) -> str:
 Execute = Callable[[list[str]], int]
 
 
+CHILD_GRACE_S = 30.0
+
+
+def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def run_child(command: list[str]) -> int:
+    """Run ``command`` and wait; if this process is stopped (SIGTERM, Ctrl-C) the child stops
+    too. Without this a killed suite leaves its current run going, and a restarted suite then
+    runs a second model beside it on the same cores and files."""
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main else None
+    try:
+        return child.wait()
+    except BaseException:
+        child.terminate()
+        try:
+            child.wait(timeout=CHILD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def execute_cli(args: list[str]) -> int:
     """One ``hoptree`` command in a child process: each run frees its model and memory."""
-    return subprocess.call([sys.executable, "-m", "agent.cli", *args], stdin=subprocess.DEVNULL)
+    return run_child([sys.executable, "-m", "agent.cli", *args])
 
 
 def run_unfinished(

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +115,33 @@ def test_suite_lists_every_run_with_its_status(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "dataset file not found" in missing.output
     bad = runner.invoke(eval_app, ["suite", "--data", str(data), "--stage", "fast"])
     assert bad.exit_code == 2 and "unknown stage" in bad.output
+
+
+def test_stopping_the_suite_stops_its_current_run(tmp_path: Path) -> None:
+    """A killed suite must not leave its child run going beside the next suite's runs."""
+    pid_file = tmp_path / "child.pid"
+    child = (
+        "import os, pathlib, time; "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); time.sleep(120)"
+    )
+    parent_code = (
+        "import sys; from evals.suite import run_child; "
+        f"sys.exit(run_child([sys.executable, '-c', {child!r}]))"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], cwd=Path(__file__).resolve().parent.parent
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert parent.poll() is None, "the parent exited before starting its child"
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.1)
+        child_pid = int(pid_file.read_text())
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=60) == 128 + signal.SIGTERM
+        with pytest.raises(ProcessLookupError):
+            os.kill(child_pid, 0)  # reaped by the parent: gone, not a zombie or an orphan
+    finally:
+        if parent.poll() is None:
+            parent.kill()
