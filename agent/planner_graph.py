@@ -414,15 +414,12 @@ def _findings(state: PlannerState, chars: int) -> str:
         summary = state.get("summaries", {}).get(qid)
         text = summary["summary"] if summary else "(not searched yet)"
         mark = "" if summary and summary["answered"] else " [unanswered]"
-        if summary and not text:
+        shown = []
+        if summary and not text:  # summaries ablated: the passages stand in for one
             shown = [passages[pid] for pid in summary["sources"] if pid in passages]
             text = "passages:" if shown else "(no passages)"
-            lines.append(f"- {sub['query']} -> {text}{mark}")
-            lines += [
-                f"    {p['title']}: {focus_text(p['text'], chars, sub['query'])}" for p in shown
-            ]
-            continue
         lines.append(f"- {sub['query']} -> {text}{mark}")
+        lines += [f"    {p['title']}: {focus_text(p['text'], chars, sub['query'])}" for p in shown]
     return "\n".join(lines)
 
 

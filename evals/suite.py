@@ -133,7 +133,7 @@ def run_child(command: list[str]) -> int:
             child.wait()
         raise
     finally:
-        if in_main:
+        if previous is not None:  # None: not in the main thread, or a handler set outside Python
             signal.signal(signal.SIGTERM, previous)
 
 
