@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent.progress import ProgressLines
 from tree.build import BuildEvent, ProgressFn, TreeBuildError, TreeConfig
 from tree.documents import DocumentError, SourceDocument, read_documents
 from tree.store import JOURNAL_FILE, Tree, TreeStoreError, tree_exists, tree_report
@@ -50,7 +51,9 @@ def tree_dir_of(index: Path) -> Path:
 @contextmanager
 def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
     """Bars on stderr: documents turned into leaves, then per layer its clusters and how many
-    of their summaries are done."""
+    of their summaries are done. Without a terminal the same events become timestamped lines,
+    because a tree build runs for hours, usually in the background."""
+    bars = sys.stderr.isatty() if enabled is None else enabled
     progress = Progress(
         TextColumn("{task.description:<34}"),
         BarColumn(),
@@ -58,8 +61,9 @@ def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
         TimeElapsedColumn(),
         console=err,
         transient=False,
-        disable=not (sys.stderr.isatty() if enabled is None else enabled),
+        disable=not bars,
     )
+    lines = None if bars else ProgressLines(err)
     tasks: dict[tuple[str, str, int], Any] = {}
 
     def update(event: BuildEvent) -> None:
@@ -70,6 +74,13 @@ def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
             key = ("sum", event.group, event.layer)
             label = f"{group}layer {event.layer}: {event.total} clusters, summaries"
         else:
+            if lines is not None and event.stage == "cluster":
+                lines.note(f"{group}clustering {event.total} nodes of layer {event.layer}")
+            elif lines is not None and event.stage == "layer":
+                lines.note(f"{group}layer {event.layer} done: {event.done} nodes")
+            return
+        if lines is not None:
+            lines.update(label, event.done, event.total)
             return
         if key not in tasks:
             tasks[key] = progress.add_task(label, total=event.total)

@@ -1,10 +1,11 @@
-"""Progress bars on stderr (stdout stays clean for --json); silent when stderr is not a terminal
-unless asked, so CI logs do not fill with redraws."""
+"""Progress on stderr (stdout stays clean for --json): bars on a terminal; elsewhere silence for
+short work, so CI logs do not fill with redraws, and throttled plain lines for long work."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -48,3 +49,57 @@ def byte_progress(description: str) -> Iterator[ProgressFn]:
     finally:
         if task:
             progress.stop()
+
+
+class ProgressLines:
+    """Progress as plain, timestamped lines, for a long job whose stderr is a log file (nohup,
+    CI), where a bar writes nothing. One line when a stage starts, at most one every
+    ``every_s`` seconds while it runs, with its rate and time left, and one when it finishes."""
+
+    def __init__(
+        self,
+        console: Console,
+        every_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.console = console
+        self.every_s = every_s
+        self.clock = clock
+        self._started: dict[str, tuple[float, int]] = {}
+        self._last: dict[str, float] = {}
+        self._finished: set[str] = set()
+
+    def note(self, text: str) -> None:
+        self.console.print(f"{time.strftime('%H:%M:%S')} {text}", highlight=False, soft_wrap=True)
+
+    def update(self, label: str, done: int, total: int) -> None:
+        now = self.clock()
+        if label not in self._started:
+            self._started[label] = (now, done)
+        elif label in self._finished:
+            return
+        finished = done >= total
+        last = self._last.get(label)
+        if not finished and last is not None and now - last < self.every_s:
+            return
+        self._last[label] = now
+        if finished:
+            self._finished.add(label)
+        self.note(f"{label}: {done}/{total}{self._pace(label, now, done, total)}")
+
+    def _pace(self, label: str, now: float, done: int, total: int) -> str:
+        start, start_done = self._started[label]
+        elapsed = now - start
+        if done <= start_done or elapsed <= 0:
+            return ""
+        rate = (done - start_done) / elapsed
+        pace = f", {_duration(elapsed)} so far, {60 * rate:.1f}/min"
+        if done < total:
+            pace += f", about {_duration((total - done) / rate)} left"
+        return pace
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
