@@ -54,16 +54,20 @@ def byte_progress(description: str) -> Iterator[ProgressFn]:
 class ProgressLines:
     """Progress as plain, timestamped lines, for a long job whose stderr is a log file (nohup,
     CI), where a bar writes nothing. One line when a stage starts, at most one every
-    ``every_s`` seconds while it runs, with its rate and time left, and one when it finishes."""
+    ``every_s`` seconds while it runs, with its rate and time left, and one when it finishes.
+    The rate counts from ``settle_s`` after the stage's first event, so work a resumed job
+    recovers at once does not pass for speed."""
 
     def __init__(
         self,
         console: Console,
         every_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        settle_s: float = 1.0,
     ):
         self.console = console
         self.every_s = every_s
+        self.settle_s = settle_s
         self.clock = clock
         self._started: dict[str, tuple[float, int]] = {}
         self._last: dict[str, float] = {}
@@ -74,9 +78,11 @@ class ProgressLines:
 
     def update(self, label: str, done: int, total: int) -> None:
         now = self.clock()
-        if label not in self._started:
-            self._started[label] = (now, done)
-        elif label in self._finished:
+        start = self._started.get(label)
+        if start is None or now - start[0] < self.settle_s:
+            # what a resumed job finds done (a journal, a cache) arrives at once: not its pace
+            self._started[label] = (now if start is None else start[0], done)
+        if label in self._finished:
             return
         finished = done >= total
         last = self._last.get(label)

@@ -49,7 +49,8 @@ def test_a_resumed_stage_measures_its_pace_from_where_it_resumed() -> None:
     console, buffer = _console()
     clock = FakeClock()
     lines = ProgressLines(console, every_s=10.0, clock=clock)
-    lines.update("summaries", 40, 50)  # 40 came from the journal, instantly
+    lines.update("summaries", 0, 50)  # the stage starts
+    lines.update("summaries", 40, 50)  # 40 come from the journal, within the same instant
     clock.now = 100.0
     lines.update("summaries", 45, 50)
     assert "45/50, 1m40s so far, 3.0/min, about 1m40s left" in buffer.getvalue()
