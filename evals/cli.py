@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evals.corpora import CorpusSetupError
+from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
 from evals.datasets import DatasetError, resolve_format
 from evals.pipelines import DEFAULT_K, PIPELINES, EvalContext, PipelineError, get_pipeline
 from evals.report import (
@@ -37,13 +37,17 @@ from evals.suite import (
     DATASETS,
     STAGES,
     SuiteError,
+    SuiteRun,
     compare_args,
     execute_cli,
     metrics_of,
     run_status,
     run_unfinished,
     suite_runs,
+    tree_setup,
 )
+from searchers.corpus import file_sha256
+from tree.store import tree_exists
 
 eval_app = typer.Typer(
     help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA files and compare runs.",
@@ -258,7 +262,13 @@ def suite_command(
     if missing:
         raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
     if go:
-        for run, code in run_unfinished(runs, data, out_dir):
+        settings = _settings()
+
+        def setup(run: SuiteRun) -> list[list[str]]:
+            index_dir = eval_index_dir(settings, file_sha256(run.dataset_file(data)))
+            return tree_setup(run, data, index_dir, tree_exists(index_dir / TREE_SUBDIR))
+
+        for run, code in run_unfinished(runs, data, out_dir, setup=setup):
             if code != 0:
                 err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
         for dataset in dict.fromkeys(r.dataset for r in runs):

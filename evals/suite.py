@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
 
 # dataset key -> file under the data directory (../shared/data here)
@@ -142,16 +143,44 @@ def execute_cli(args: list[str]) -> int:
     return run_child([sys.executable, "-m", "agent.cli", *args])
 
 
+Setup = Callable[[SuiteRun], list[list[str]]]
+
+
+def tree_setup(run: SuiteRun, data: Path, index_dir: Path, has_tree: bool) -> list[list[str]]:
+    """The ``hoptree`` commands a run needs before its first question and does not run itself:
+    a pipeline that searches a RAPTOR tree gets the open index and its tree built first, or
+    their builds resumed (both are resumable; an index build over a finished index adds
+    nothing). Without this a ``full+tree`` run fails at once and waits for a manual build."""
+    if has_tree or "tree" not in PIPELINES[run.pipeline].needs:
+        return []
+    source = str(run.dataset_file(data))
+    return [
+        ["index", "build", "--index", str(index_dir), source],
+        ["tree", "build", "--index", str(index_dir), source],
+    ]
+
+
 def run_unfinished(
-    runs: Sequence[SuiteRun], data: Path, out: Path, execute: Execute = execute_cli
+    runs: Sequence[SuiteRun],
+    data: Path,
+    out: Path,
+    execute: Execute = execute_cli,
+    setup: Setup = lambda run: [],
 ) -> list[tuple[SuiteRun, int]]:
-    """Run each unfinished run to its limit; a failing run is reported and the next one goes on
-    (a ``full+tree`` run over an index without a tree fails before its first question)."""
+    """Run each unfinished run to its limit, after its ``setup`` commands; a failing run (or a
+    failing setup, which skips its run) is reported and the next one goes on."""
     outcomes = []
     for run in runs:
         if run_status(run, out) == "finished":
             continue
-        outcomes.append((run, execute(run.eval_args(data, out))))
+        code = 0
+        for command in setup(run):
+            code = execute(command)
+            if code != 0:
+                break
+        if code == 0:
+            code = execute(run.eval_args(data, out))
+        outcomes.append((run, code))
     return outcomes
 
 

@@ -24,7 +24,9 @@ from evals.suite import (
     run_status,
     run_unfinished,
     suite_runs,
+    tree_setup,
 )
+from searchers.corpus import file_sha256
 
 runner = CliRunner()
 
@@ -83,6 +85,37 @@ def test_unfinished_runs_run_in_order_and_a_failure_does_not_stop_the_rest(tmp_p
     assert [code for _, code in outcomes] == [1, 0, 0]
 
 
+def test_a_tree_run_builds_its_index_and_tree_first_unless_the_tree_exists(tmp_path: Path) -> None:
+    tree_run = SuiteRun("2wiki", "full+tree", 30)
+    index = tmp_path / "eval-indexes" / "abc"
+    data = tmp_path / "data"
+    source = str(data / DATASETS["2wiki"])
+    assert tree_setup(tree_run, data, index, has_tree=False) == [
+        ["index", "build", "--index", str(index), source],
+        ["tree", "build", "--index", str(index), source],
+    ]
+    assert tree_setup(tree_run, data, index, has_tree=True) == []
+    assert tree_setup(SuiteRun("2wiki", "full", 30), data, index, has_tree=False) == []
+
+
+def test_a_failed_setup_skips_its_run_and_the_next_run_goes_on(tmp_path: Path) -> None:
+    runs = suite_runs(["tree"])  # hotpotqa, then 2wiki
+    seen: list[str] = []
+
+    def execute(args: list[str]) -> int:
+        seen.append(" ".join(args[:2]))
+        first_tree_build = seen.count("tree build") == 1 and seen[-1] == "tree build"
+        return 3 if first_tree_build else 0  # hotpotqa's tree build fails
+
+    def setup(run: SuiteRun) -> list[list[str]]:
+        return tree_setup(run, Path("data"), tmp_path / run.dataset, has_tree=False)
+
+    outcomes = run_unfinished(runs, Path("data"), tmp_path, execute, setup=setup)
+    # hotpotqa: the tree build fails, so its eval never starts; 2wiki builds and runs
+    assert seen == ["index build", "tree build", "index build", "tree build", "eval run"]
+    assert [(run.dataset, code) for run, code in outcomes] == [("hotpotqa", 3), ("2wiki", 0)]
+
+
 def test_comparisons_need_two_runs_with_metrics(tmp_path: Path) -> None:
     assert compare_args(tmp_path, "hotpotqa", common=False) is None
     for pipeline in ("bm25", "full"):
@@ -115,6 +148,33 @@ def test_suite_lists_every_run_with_its_status(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "dataset file not found" in missing.output
     bad = runner.invoke(eval_app, ["suite", "--data", str(data), "--stage", "fast"])
     assert bad.exit_code == 2 and "unknown stage" in bad.output
+
+
+def test_suite_run_builds_the_tree_over_the_eval_index_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    for name in DATASETS.values():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(f'{{"id": "{name}"}}\n')
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "home"))
+    commands: list[list[str]] = []
+
+    def child(command: list[str]) -> int:
+        commands.append(command[3:])  # after: python -m agent.cli
+        return 0
+
+    monkeypatch.setattr("evals.suite.run_child", child)
+    args = ["suite", "--data", str(data), "--out", str(tmp_path / "out"), "--run"]
+    result = runner.invoke(eval_app, [*args, "--stage", "tree", "--only", "2wiki"])
+    assert result.exit_code == 0, result.output
+    source = data / DATASETS["2wiki"]
+    index = tmp_path / "home" / "eval-indexes" / file_sha256(source)
+    assert commands == [
+        ["index", "build", "--index", str(index), str(source)],
+        ["tree", "build", "--index", str(index), str(source)],
+        SuiteRun("2wiki", "full+tree", 30).eval_args(data, tmp_path / "out"),
+    ]
 
 
 def test_stopping_the_suite_stops_its_current_run(tmp_path: Path) -> None:
