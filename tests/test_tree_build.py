@@ -200,6 +200,9 @@ def test_a_torn_journal_line_is_ignored(tmp_path: Path) -> None:
         fh.write('{"kind": "summary", "key": "k2", "te')  # killed mid-write
     again = BuildJournal(path)
     assert set(again.summaries) == {"k1"} and again.torn_lines == 1
+    again.record_summary("k3", {"text": "three", "metadata": {}})  # the resumed build goes on
+    third = BuildJournal(path)
+    assert set(third.summaries) == {"k1", "k3"} and third.torn_lines == 1
 
 
 def test_rebuild_through_the_sqlite_cache_makes_no_new_calls(embeddings, tmp_path: Path) -> None:

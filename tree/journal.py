@@ -11,7 +11,8 @@ state beyond themselves, which is why the journal needs no header or schema nego
 - ``layer``: a finished layer, for humans reading the file.
 
 A record from another configuration simply never matches. A torn last line (the kill came in
-the middle of a write) is ignored. The journal is deleted when the tree is committed.
+the middle of a write) is ignored, and the next record starts on a line of its own. The journal
+is deleted when the tree is committed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class BuildJournal:
         self.clusterings: dict[str, list[list[str]]] = {}
         self.records_read = 0
         self.torn_lines = 0
+        self._open_tail = False  # the file ends inside a record: close it before appending
         if self.path is not None and self.path.is_file():
             self._read()
 
@@ -54,12 +56,19 @@ class BuildJournal:
                     self.clusterings[record["key"]] = record["clusters"]
         if self.torn_lines:
             log.warning("ignored %d unreadable line(s) in %s", self.torn_lines, self.path)
+        with open(self.path, "rb") as fh:
+            if fh.seek(0, os.SEEK_END) > 0:
+                fh.seek(-1, os.SEEK_END)
+                self._open_tail = fh.read(1) != b"\n"
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
+        if self._open_tail:  # else the first new record would share the torn line, and die with it
+            line = "\n" + line
+            self._open_tail = False
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
