@@ -44,6 +44,7 @@ from evals.suite import (
     run_status,
     run_unfinished,
     suite_runs,
+    tree_progress,
     tree_setup,
 )
 from searchers.corpus import file_sha256
@@ -261,13 +262,16 @@ def suite_command(
     missing = sorted(str(f) for f in files if not f.is_file())
     if missing:
         raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
+    settings = _settings()
+
+    def index_of(run: SuiteRun) -> Path:
+        return eval_index_dir(settings, file_sha256(run.dataset_file(data)))
+
+    def setup(run: SuiteRun) -> list[list[str]]:
+        index_dir = index_of(run)
+        return tree_setup(run, data, index_dir, tree_exists(index_dir / TREE_SUBDIR))
+
     if go:
-        settings = _settings()
-
-        def setup(run: SuiteRun) -> list[list[str]]:
-            index_dir = eval_index_dir(settings, file_sha256(run.dataset_file(data)))
-            return tree_setup(run, data, index_dir, tree_exists(index_dir / TREE_SUBDIR))
-
         for run, code in run_unfinished(runs, data, out_dir, setup=setup):
             if code != 0:
                 err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
@@ -281,11 +285,15 @@ def suite_command(
         table.add_column(column, justify="right" if column in ("EM", "F1") else "left")
     for run in runs:
         metrics = metrics_of(run, out_dir) or {}
+        status = run_status(run, out_dir)
+        if status != "finished" and "tree" in PIPELINES[run.pipeline].needs:
+            tree_dir = index_of(run) / TREE_SUBDIR
+            status = f"{status} ({tree_progress(tree_dir, tree_exists(tree_dir))})"
         table.add_row(
             run.dataset,
             run.pipeline,
             str(run.limit),
-            run_status(run, out_dir),
+            status,
             str(metrics.get("em", "")),
             str(metrics.get("f1", "")),
         )

@@ -22,6 +22,7 @@ from types import FrameType
 
 from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
+from tree.store import JOURNAL_FILE
 
 # dataset key -> file under the data directory (../shared/data here)
 DATASETS = {
@@ -158,6 +159,18 @@ def tree_setup(run: SuiteRun, data: Path, index_dir: Path, has_tree: bool) -> li
         ["index", "build", "--index", str(index_dir), source],
         ["tree", "build", "--index", str(index_dir), source],
     ]
+
+
+def tree_progress(tree_dir: Path, has_tree: bool) -> str:
+    """How far a run's RAPTOR tree got, for the suite's status: its build takes hours, and a
+    ``full+tree`` run shown only as "not started" would hide that."""
+    if has_tree:
+        return "tree built"
+    journal = tree_dir / JOURNAL_FILE
+    if not journal.is_file():
+        return "no tree yet"
+    done = journal.read_bytes().count(b'"kind": "summary"')
+    return f"tree building, {done} summaries done"
 
 
 def run_unfinished(

@@ -24,9 +24,11 @@ from evals.suite import (
     run_status,
     run_unfinished,
     suite_runs,
+    tree_progress,
     tree_setup,
 )
 from searchers.corpus import file_sha256
+from tree.journal import BuildJournal
 
 runner = CliRunner()
 
@@ -98,6 +100,16 @@ def test_a_tree_run_builds_its_index_and_tree_first_unless_the_tree_exists(tmp_p
     assert tree_setup(SuiteRun("2wiki", "full", 30), data, index, has_tree=False) == []
 
 
+def test_tree_progress_counts_the_journaled_summaries(tmp_path: Path) -> None:
+    assert tree_progress(tmp_path, has_tree=True) == "tree built"
+    assert tree_progress(tmp_path, has_tree=False) == "no tree yet"
+    journal = BuildJournal(tmp_path / "journal.jsonl")
+    journal.record_clusters("c", [["a", "b"]])
+    for key in ("k1", "k2"):
+        journal.record_summary(key, {"text": "t", "metadata": {}})
+    assert tree_progress(tmp_path, has_tree=False) == "tree building, 2 summaries done"
+
+
 def test_a_failed_setup_skips_its_run_and_the_next_run_goes_on(tmp_path: Path) -> None:
     runs = suite_runs(["tree"])  # hotpotqa, then 2wiki
     seen: list[str] = []
@@ -129,7 +141,10 @@ def test_comparisons_need_two_runs_with_metrics(tmp_path: Path) -> None:
     assert "--common" in common and str(tmp_path / "hotpotqa" / COMPARE_COMMON) in common
 
 
-def test_suite_lists_every_run_with_its_status(tmp_path: Path) -> None:
+def test_suite_lists_every_run_with_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "home"))
     data = tmp_path / "data"
     for name in DATASETS.values():
         (data / name).parent.mkdir(parents=True, exist_ok=True)
@@ -143,6 +158,7 @@ def test_suite_lists_every_run_with_its_status(tmp_path: Path) -> None:
     full = [line for line in result.output.splitlines() if "hotpotqa" in line and " full " in line]
     assert len(full) == 1 and "12/30" in full[0]
     assert result.output.count("not started") == 21  # 22 runs, one of them partly done
+    assert result.output.count("no tree yet") == 2  # the full+tree runs say what they wait for
 
     missing = runner.invoke(eval_app, ["suite", "--data", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "dataset file not found" in missing.output
