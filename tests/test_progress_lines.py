@@ -56,16 +56,24 @@ def test_a_resumed_stage_measures_its_pace_from_where_it_resumed() -> None:
     assert "45/50, 1m40s so far, 3.0/min, about 1m40s left" in buffer.getvalue()
 
 
-def test_tree_build_progress_without_a_terminal_writes_lines(monkeypatch) -> None:
+def _tree_progress_output(monkeypatch, enabled: bool, events: list[BuildEvent]) -> str:
     console, buffer = _console()
     monkeypatch.setattr("agent.cli_tree.err", console)
-    with build_progress(enabled=False) as progress:
-        progress(BuildEvent("leaves", 0, 835, 835))
-        progress(BuildEvent("cluster", 0, 0, 1246))
-        progress(BuildEvent("summaries", 1, 0, 207))
-        progress(BuildEvent("summaries", 1, 207, 207))
-        progress(BuildEvent("layer", 1, 207, 207))
-    text = buffer.getvalue()
+    with build_progress(enabled=enabled) as progress:
+        for event in events:
+            progress(event)
+    return buffer.getvalue()
+
+
+def test_tree_build_progress_without_a_terminal_writes_lines(monkeypatch) -> None:
+    events = [
+        BuildEvent("leaves", 0, 835, 835),
+        BuildEvent("cluster", 0, 0, 1246),
+        BuildEvent("summaries", 1, 0, 207),
+        BuildEvent("summaries", 1, 207, 207),
+        BuildEvent("layer", 1, 207, 207),
+    ]
+    text = _tree_progress_output(monkeypatch, False, events)
     assert "leaves (documents): 835/835" in text
     assert "clustering 1246 nodes of layer 0" in text
     assert "layer 1: 207 clusters, summaries: 0/207" in text
@@ -74,9 +82,5 @@ def test_tree_build_progress_without_a_terminal_writes_lines(monkeypatch) -> Non
 
 
 def test_tree_build_progress_on_a_terminal_writes_no_lines(monkeypatch) -> None:
-    console, buffer = _console()
-    monkeypatch.setattr("agent.cli_tree.err", console)
-    with build_progress(enabled=True) as progress:
-        progress(BuildEvent("cluster", 0, 0, 1246))
-        progress(BuildEvent("layer", 1, 207, 207))
-    assert "clustering" not in buffer.getvalue()
+    events = [BuildEvent("cluster", 0, 0, 1246), BuildEvent("layer", 1, 207, 207)]
+    assert "clustering" not in _tree_progress_output(monkeypatch, True, events)
