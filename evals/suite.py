@@ -22,6 +22,7 @@ from types import FrameType
 
 from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
+from tree.journal import BuildJournal
 from tree.store import JOURNAL_FILE
 
 # dataset key -> file under the data directory (../shared/data here)
@@ -169,8 +170,7 @@ def tree_progress(tree_dir: Path, has_tree: bool) -> str:
     journal = tree_dir / JOURNAL_FILE
     if not journal.is_file():
         return "no tree yet"
-    done = journal.read_bytes().count(b'"kind": "summary"')
-    return f"tree building, {done} summaries done"
+    return f"tree building, {len(BuildJournal(journal).summaries)} summaries done"
 
 
 def run_unfinished(

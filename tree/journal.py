@@ -41,6 +41,7 @@ class BuildJournal:
 
     def _read(self) -> None:
         assert self.path is not None
+        line = ""
         with open(self.path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 try:
@@ -56,10 +57,7 @@ class BuildJournal:
                     self.clusterings[record["key"]] = record["clusters"]
         if self.torn_lines:
             log.warning("ignored %d unreadable line(s) in %s", self.torn_lines, self.path)
-        with open(self.path, "rb") as fh:
-            if fh.seek(0, os.SEEK_END) > 0:
-                fh.seek(-1, os.SEEK_END)
-                self._open_tail = fh.read(1) != b"\n"
+        self._open_tail = bool(line) and not line.endswith("\n")
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.path is None:
