@@ -209,6 +209,9 @@ class HoptreeAgent:
             trace=list(run.events),
             errors=list(state.get("errors", [])),
             sources=list(state.get("sources", [])),
+            llm_cache_hits=total.cache_hits,
+            cache_hit_prompt_tokens=total.cache_hit_prompt_tokens,
+            cache_hit_completion_tokens=total.cache_hit_completion_tokens,
         )
 
 

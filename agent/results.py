@@ -95,6 +95,11 @@ class AskResult:
     errors: list[str] = field(default_factory=list)
     # the passages the answer step was shown, numbered as [n] there (citations are a subset)
     sources: list[dict[str, Any]] = field(default_factory=list)
+    # calls served from the LLM cache (counted in llm_calls, not in the tokens) and what they
+    # cost when first made: the tokens above are what this question spent
+    llm_cache_hits: int = 0
+    cache_hit_prompt_tokens: int = 0
+    cache_hit_completion_tokens: int = 0
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -108,6 +113,9 @@ class AskResult:
             "llm_calls": self.llm_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "llm_cache_hits": self.llm_cache_hits,
+            "cache_hit_prompt_tokens": self.cache_hit_prompt_tokens,
+            "cache_hit_completion_tokens": self.cache_hit_completion_tokens,
             "seconds": round(self.seconds, 2),
             "thread_id": self.thread_id,
             "errors": self.errors,

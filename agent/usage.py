@@ -28,6 +28,10 @@ class StepUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0  # served from the server's prefix cache (not ours)
+    # what the cache hits cost when they were first made: a run that reuses another's calls
+    # spends little, and a comparison of costs needs what it would spend on its own
+    cache_hit_prompt_tokens: int = 0
+    cache_hit_completion_tokens: int = 0
     errors: int = 0
 
     def add(self, other: StepUsage) -> None:
@@ -65,10 +69,12 @@ class UsageTracker(BaseCallbackHandler):
                 message = getattr(generation, "message", None)
                 if message is None:
                     continue
+                meta = getattr(message, "usage_metadata", None) or {}
                 if message.response_metadata.get(CACHE_HIT_FLAG):
                     usage.cache_hits += 1
+                    usage.cache_hit_prompt_tokens += int(meta.get("input_tokens", 0))
+                    usage.cache_hit_completion_tokens += int(meta.get("output_tokens", 0))
                     continue
-                meta = getattr(message, "usage_metadata", None) or {}
                 usage.prompt_tokens += int(meta.get("input_tokens", 0))
                 usage.completion_tokens += int(meta.get("output_tokens", 0))
                 details = meta.get("input_token_details") or {}

@@ -66,6 +66,8 @@ class PipelineOutput:
     llm_calls: int = 0
     prompt_tokens: int = 0  # spent by this run; responses served from the LLM cache cost none
     completion_tokens: int = 0
+    llm_cache_hits: int = 0  # calls served from the LLM cache (counted in llm_calls)
+    cache_hit_prompt_tokens: int = 0  # what those calls cost when first made
     seconds: float = 0.0
     error: str | None = None  # the question failed: no prediction
     warnings: list[str] = field(default_factory=list)  # degraded, still answered
@@ -158,6 +160,8 @@ def _output(prediction: str, usage: StepUsage, started: float, **fields: Any) ->
         llm_calls=usage.calls + usage.errors,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
+        llm_cache_hits=usage.cache_hits,
+        cache_hit_prompt_tokens=usage.cache_hit_prompt_tokens,
         seconds=time.monotonic() - started,
         **fields,
     )
@@ -349,6 +353,8 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
             llm_calls=result.llm_calls,
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
+            llm_cache_hits=result.llm_cache_hits,
+            cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
             seconds=time.monotonic() - started,
             warnings=list(result.errors),
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,14 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         values = [float(r.get(key) or 0) for r in rows]
         return round(statistics.median(values), 2) if values else None
 
+    # rows written before the LLM cache's share was recorded lack these fields: they are left
+    # out rather than counted as no hits, and how many rows had them is reported beside
+    cached = [r for r in rows if r.get("llm_cache_hits") is not None]
+
+    def cached_mean(value: Callable[[dict[str, Any]], float], digits: int) -> float | None:
+        mean = _mean([value(r) for r in cached])
+        return None if mean is None else round(mean, digits)
+
     return {
         "n": len(rows),
         "em": _percent(_mean([r["em"] for r in rows])),
@@ -91,6 +99,11 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "prompt_tokens_median": median("prompt_tokens"),
         "completion_tokens_median": median("completion_tokens"),
         "seconds_median": median("seconds"),
+        "llm_cache_hits_per_question": cached_mean(lambda r: r["llm_cache_hits"], 2),
+        "prompt_tokens_without_cache_per_question": cached_mean(
+            lambda r: r["prompt_tokens"] + (r.get("cache_hit_prompt_tokens") or 0), 1
+        ),
+        "llm_cache_recorded_n": len(cached),
         "errors": sum(1 for r in rows if r.get("error")),
         "by_type": by_type,
     }
@@ -106,6 +119,23 @@ def _fmt(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def _cache_lines(metrics: dict[str, Any]) -> list[str]:
+    """The LLM cache's share of a run. Calls served from the cache cost no tokens and almost no
+    time, so a run that repeats another's calls looks cheaper than it is; these lines say by
+    how much."""
+    recorded = metrics.get("llm_cache_recorded_n") or 0
+    if not recorded:
+        return []
+    over = "" if recorded == metrics.get("n") else f" (over the {recorded} questions recorded)"
+    return [
+        "",
+        f"LLM calls served from the cache: {_fmt(metrics.get('llm_cache_hits_per_question'))} "
+        "a question; prompt tokens with those calls counted: "
+        f"{_fmt(metrics.get('prompt_tokens_without_cache_per_question'), 0)} a question{over}. "
+        "The tokens and seconds above are what this run spent.",
+    ]
 
 
 # --------------------------------------------------------------------------- one run
@@ -191,6 +221,7 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
     ):
         mean, middle = metrics.get(f"{key}_per_question"), metrics.get(f"{key}_median")
         lines.append(f"| {label} | {_fmt(mean)} | {_fmt(middle)} |")
+    lines += _cache_lines(metrics)
     by_type = metrics.get("by_type") or {}
     if by_type:
         lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]

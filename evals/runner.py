@@ -208,6 +208,8 @@ def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
         "llm_calls": output.llm_calls,
         "prompt_tokens": output.prompt_tokens,
         "completion_tokens": output.completion_tokens,
+        "llm_cache_hits": output.llm_cache_hits,
+        "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
         "seconds": round(output.seconds, 3),
         "error": output.error,
         "warnings": output.warnings,

@@ -158,3 +158,25 @@ def test_cost_is_reported_as_mean_and_median() -> None:
     assert metrics["prompt_tokens_median"] == 1300.0 and metrics["seconds_median"] == 13.0
     assert metrics["completion_tokens_median"] == 130.0
     assert "| LLM calls | 21.50 | 13.00 |" in report_markdown(metrics, plot_name=None)
+
+
+def test_cache_hits_are_reported_over_the_rows_that_recorded_them() -> None:
+    """A run that reuses another's calls spends few tokens; the report says what it would spend
+    alone, and rows from before the field existed count as unknown, not as no hits."""
+    from evals.report import aggregate, report_markdown
+
+    base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "seconds": 1.0}
+    rows = [
+        {**base, "prompt_tokens": 0, "llm_cache_hits": 20, "cache_hit_prompt_tokens": 6000},
+        {**base, "prompt_tokens": 4000, "llm_cache_hits": 8, "cache_hit_prompt_tokens": 2000},
+        {**base, "prompt_tokens": 5000},  # written before hits were recorded
+    ]
+    metrics = aggregate(rows)
+    assert metrics["llm_cache_recorded_n"] == 2
+    assert metrics["llm_cache_hits_per_question"] == 14.0
+    assert metrics["prompt_tokens_without_cache_per_question"] == 6000.0
+    assert metrics["prompt_tokens_per_question"] == 3000.0  # spent, all three rows
+    report = report_markdown(metrics, plot_name=None)
+    assert "served from the cache: 14.00 a question" in report
+    assert "6000 a question (over the 2 questions recorded)" in report
+    assert "served from the cache" not in report_markdown(aggregate(rows[2:]), plot_name=None)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
+from agent.llm_cache import SQLiteLLMCache
 from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions
@@ -193,6 +194,34 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
     assert details["tiny-2"]["retrieval_success"] == 1.0
     assert details["tiny-1"]["gold_recall"] == 1.0
     assert (out_full / "report.md").is_file() and (out_full / "metrics.png").is_file()
+
+
+async def test_a_run_served_from_the_llm_cache_says_what_it_would_cost(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """A planner run that repeats another's calls spends no tokens; its rows say how many
+    calls came from the cache and what they cost the first time."""
+    cache = SQLiteLLMCache(tmp_path / "cache.sqlite")
+    config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "first", limit=1)
+    first = await run_eval(config, context(eval_settings, scripted_chat(cache=cache), embeddings))
+    (row,) = rows(tmp_path / "first")
+    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 0
+    assert row["prompt_tokens"] == 60 and row["cache_hit_prompt_tokens"] == 0
+
+    again = scripted_chat(cache=cache)
+    config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "again", limit=1)
+    metrics = await run_eval(config, context(eval_settings, again, embeddings))
+    assert again.seen == []  # every call came from the cache
+    (row,) = rows(tmp_path / "again")
+    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 6
+    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 60
+    assert metrics["llm_cache_hits_per_question"] == 6.0
+    assert (
+        metrics["prompt_tokens_without_cache_per_question"] == first["prompt_tokens_per_question"]
+    )
+    assert (
+        "served from the cache: 6.00 a question" in (tmp_path / "again" / "report.md").read_text()
+    )
 
 
 # --------------------------------------------------------------------------- resume

@@ -103,6 +103,10 @@ def test_usage_tracker_counts_steps_and_cache_hits(tmp_path: Path) -> None:
     steps = tracker.by_step()
     assert steps["decompose"].calls == 2 and steps["decompose"].cache_hits == 1
     assert steps["decompose"].prompt_tokens == 10  # the hit spent nothing
+    # ... but says what it cost the first time, so a cached run's cost can be told
+    assert steps["decompose"].cache_hit_prompt_tokens == 10
+    assert steps["decompose"].cache_hit_completion_tokens == 5
+    assert steps["answer"].cache_hit_prompt_tokens == 0
     assert steps["answer"].completion_tokens == 5
     assert tracker.total().calls == 3
 
