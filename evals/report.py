@@ -342,7 +342,21 @@ COMPARE_COLUMNS = [
     *SCORE_LABELS.items(),
     ("gold_recall", "Gold recall"),
     *COST_LABELS.items(),
+    ("llm_cache_hits_per_question", "cache hits/q"),
+    ("prompt_tokens_without_cache_per_question", "prompt tokens/q, cache counted"),
 ]
+# columns that only rows written since the LLM cache's share was recorded carry
+CACHE_COLUMNS = {"llm_cache_hits_per_question", "prompt_tokens_without_cache_per_question"}
+
+
+def _cache_cell(metrics: dict[str, Any], key: str) -> str:
+    """A cache column's cell: n/a where no row recorded it, and over how many questions where
+    only some did (a run resumed across the change), rather than a mean that looks whole."""
+    recorded = metrics.get("llm_cache_recorded_n") or 0
+    if not recorded:
+        return "n/a"
+    cell = _fmt(metrics.get(key), 2 if key == "llm_cache_hits_per_question" else 0)
+    return cell if recorded == metrics.get("n") else f"{cell} ({recorded} of {metrics.get('n')})"
 
 
 def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[str]]:
@@ -351,6 +365,9 @@ def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[st
         cells = [label]
         for key, _ in COMPARE_COLUMNS:
             value = metrics.get(key)
+            if key in CACHE_COLUMNS:
+                cells.append(_cache_cell(metrics, key))
+                continue
             if key == "dataset":
                 value = Path(str(value)).name
             cells.append(_fmt(value))
@@ -365,6 +382,13 @@ def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str
         values = {str(m.get(key)) for _, m in runs}
         if len(values) > 1:
             warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
+    cached = [label for label, (_, m) in zip(run_labels(runs), runs, strict=True)
+              if (m.get("llm_cache_hits_per_question") or 0) > 0]  # fmt: skip
+    if cached:
+        warnings.append(
+            f"{', '.join(cached)} took calls from the LLM cache: their prompt tokens and seconds "
+            "are what they spent, less than running alone would cost (see the cache columns)"
+        )
     return warnings
 
 

@@ -180,3 +180,29 @@ def test_cache_hits_are_reported_over_the_rows_that_recorded_them() -> None:
     assert "served from the cache: 14.00 a question" in report
     assert "6000 a question (over the 2 questions recorded)" in report
     assert "served from the cache" not in report_markdown(aggregate(rows[2:]), plot_name=None)
+
+
+def test_a_comparison_shows_the_cache_share_and_whom_it_flatters() -> None:
+    """Three runs as ``eval compare`` sees them: one recorded on every row, one resumed across
+    the change (recorded on some rows), one from before it. The partial one says over how many
+    questions; the old one says n/a rather than zero; the one that took hits is named."""
+    from pathlib import Path
+
+    from evals.report import aggregate, comparison_markdown
+
+    base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "seconds": 1.0}
+    hit = {**base, "prompt_tokens": 1000, "llm_cache_hits": 5, "cache_hit_prompt_tokens": 500}
+    cold = {**base, "prompt_tokens": 1500, "llm_cache_hits": 0, "cache_hit_prompt_tokens": 0}
+    old = {**base, "prompt_tokens": 1500}
+    runs = [
+        (Path("a"), {**aggregate([hit, hit]), "pipeline": "full+tree"}),
+        (Path("b"), {**aggregate([cold, old]), "pipeline": "full"}),
+        (Path("c"), {**aggregate([old, old]), "pipeline": "bm25"}),
+    ]
+    table = comparison_markdown(runs)
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[2:5]}
+    assert rows["full+tree"].endswith("| 5.00 | 1500 |")
+    assert rows["full"].endswith("| 0.00 (1 of 2) | 1500 (1 of 2) |")
+    assert rows["bm25"].endswith("| n/a | n/a |")
+    assert "Note: full+tree took calls from the LLM cache" in table
+    assert "full," not in table.split("Note:")[-1]
