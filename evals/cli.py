@@ -263,9 +263,10 @@ def suite_command(
     if missing:
         raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
     settings = _settings()
+    sha256_of = {f: file_sha256(f) for f in files}  # once per file, not once per run
 
     def index_of(run: SuiteRun) -> Path:
-        return eval_index_dir(settings, file_sha256(run.dataset_file(data)))
+        return eval_index_dir(settings, sha256_of[run.dataset_file(data)])
 
     def setup(run: SuiteRun) -> list[list[str]]:
         index_dir = index_of(run)
