@@ -71,6 +71,7 @@ class PipelineOutput:
     seconds: float = 0.0
     error: str | None = None  # the question failed: no prediction
     warnings: list[str] = field(default_factory=list)  # degraded, still answered
+    planner: dict[str, Any] | None = None  # what the planner did (``planner_record``)
 
 
 @dataclass
@@ -357,9 +358,24 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
             cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
             seconds=time.monotonic() - started,
             warnings=list(result.errors),
+            planner=planner_record(result),
         )
 
     return run
+
+
+def planner_record(result: AskResult) -> dict[str, Any]:
+    """What the planner did with one question, kept in its details row: how many rounds, why it
+    stopped, and its atomic queries. Without it a run's cost cannot be split between the first
+    round and the follow-ups, or a wrong answer traced to the query that went astray."""
+    return {
+        "rounds": max((q.round for q in result.sub_queries), default=0),
+        "stopped": result.stopped,
+        "sub_queries": [
+            {"query": q.query, "origin": q.origin, "round": q.round, "answered": q.answered}
+            for q in result.sub_queries
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- the registry

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,9 +105,46 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             lambda r: r["prompt_tokens"] + (r.get("cache_hit_prompt_tokens") or 0), 1
         ),
         "llm_cache_recorded_n": len(cached),
+        **_planner_means(rows),
         "errors": sum(1 for r in rows if r.get("error")),
         "by_type": by_type,
     }
+
+
+def _planner_means(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rounds, atomic queries and stop reasons over the rows that record the planner (the
+    planner pipelines, from the rows written since the field exists); nothing otherwise."""
+    planned = [r["planner"] for r in rows if isinstance(r.get("planner"), dict)]
+    if not planned:
+        return {}
+    queries = [p.get("sub_queries") or [] for p in planned]
+    stopped = Counter(str(p.get("stopped")) for p in planned)
+    return {
+        "planner_recorded_n": len(planned),
+        "planner_rounds_per_question": round(
+            statistics.fmean(p.get("rounds", 0) for p in planned), 2
+        ),
+        "planner_queries_per_question": round(statistics.fmean(len(q) for q in queries), 2),
+        "planner_followups_per_question": round(
+            statistics.fmean(sum(s.get("origin") == "supplement" for s in q) for q in queries), 2
+        ),
+        "planner_stopped": dict(stopped.most_common()),
+    }
+
+
+def _planner_lines(metrics: dict[str, Any]) -> list[str]:
+    recorded = metrics.get("planner_recorded_n")
+    if not recorded:
+        return []
+    over = "" if recorded == metrics.get("n") else f" (over the {recorded} questions recorded)"
+    stops = ", ".join(f"{why} {n}" for why, n in (metrics.get("planner_stopped") or {}).items())
+    return [
+        "",
+        f"Planner: {_fmt(metrics.get('planner_rounds_per_question'))} rounds and "
+        f"{_fmt(metrics.get('planner_queries_per_question'))} atomic queries a question, "
+        f"{_fmt(metrics.get('planner_followups_per_question'))} of them follow-ups{over}. "
+        f"Stopped: {stops}.",
+    ]
 
 
 def _limit(value: Any) -> str:
@@ -222,6 +260,7 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         mean, middle = metrics.get(f"{key}_per_question"), metrics.get(f"{key}_median")
         lines.append(f"| {label} | {_fmt(mean)} | {_fmt(middle)} |")
     lines += _cache_lines(metrics)
+    lines += _planner_lines(metrics)
     by_type = metrics.get("by_type") or {}
     if by_type:
         lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]

@@ -192,6 +192,7 @@ def append_row(handle: IO[str], row: dict[str, Any]) -> None:
 def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
     """The details row of one finished question."""
     scores = answer_scores(output.prediction, question.answers)
+    planner = {"planner": output.planner} if output.planner is not None else {}
     return {
         "id": question.id,
         "question": question.question,
@@ -213,6 +214,7 @@ def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
         "seconds": round(output.seconds, 3),
         "error": output.error,
         "warnings": output.warnings,
+        **planner,
         "finished_at": _now(),
     }
 

@@ -206,3 +206,29 @@ def test_a_comparison_shows_the_cache_share_and_whom_it_flatters() -> None:
     assert rows["bm25"].endswith("| n/a | n/a |")
     assert "Note: full+tree took calls from the LLM cache" in table
     assert "full," not in table.split("Note:")[-1]
+
+
+def test_planner_rounds_and_stops_are_summed_over_the_rows_that_record_them() -> None:
+    """Rows from before the planner record existed are left out, and the report says over how
+    many questions the means are."""
+    from evals.report import aggregate, report_markdown
+
+    base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "prompt_tokens": 1, "seconds": 1}
+    first = [{"query": "a", "origin": "decompose", "round": 1, "answered": True}]
+    follow = [{"query": "b", "origin": "supplement", "round": 2, "answered": False}]
+    rows = [
+        {**base, "planner": {"rounds": 1, "stopped": "sufficient", "sub_queries": first}},
+        {**base, "planner": {"rounds": 2, "stopped": "max_rounds", "sub_queries": first + follow}},
+        {**base, "planner": {"rounds": 2, "stopped": "max_rounds", "sub_queries": first + follow}},
+        base,  # written before the record existed
+    ]
+    metrics = aggregate(rows)
+    assert metrics["planner_recorded_n"] == 3
+    assert metrics["planner_rounds_per_question"] == 1.67
+    assert metrics["planner_queries_per_question"] == 1.67
+    assert metrics["planner_followups_per_question"] == 0.67
+    assert metrics["planner_stopped"] == {"max_rounds": 2, "sufficient": 1}
+    report = report_markdown(metrics, plot_name=None)
+    assert "of them follow-ups (over the 3 questions recorded). " in report
+    assert "Stopped: max_rounds 2, sufficient 1." in report
+    assert "planner_recorded_n" not in aggregate([base])

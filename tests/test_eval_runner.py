@@ -194,6 +194,19 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
     assert details["tiny-2"]["retrieval_success"] == 1.0
     assert details["tiny-1"]["gold_recall"] == 1.0
     assert (out_full / "report.md").is_file() and (out_full / "metrics.png").is_file()
+    # each row says what the planner did: one round (verify said sufficient), the question as
+    # its one atomic query (the scripted decomposition), and why it stopped
+    planner = details["tiny-1"]["planner"]
+    assert planner["rounds"] == 1 and planner["stopped"] == "sufficient"
+    assert [q["origin"] for q in planner["sub_queries"]] == ["decompose"]
+    assert planner["sub_queries"][0]["query"] == details["tiny-1"]["question"]
+    assert full["planner_queries_per_question"] == 1.0
+    assert full["planner_stopped"] == {"sufficient": 3}
+    assert (
+        "Planner: 1.00 rounds and 1.00 atomic queries a question, 0.00 of them follow-ups. "
+        "Stopped: sufficient 3." in (out_full / "report.md").read_text()
+    )
+    assert "planner" not in rows(out)[0]  # vanilla RAG rows carry no planner record
 
 
 async def test_a_run_served_from_the_llm_cache_says_what_it_would_cost(
