@@ -132,11 +132,17 @@ def _planner_means(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _over_recorded(metrics: dict[str, Any], recorded: int) -> str:
+    """Where only some rows carry a field (a run resumed across its introduction), the means
+    say over how many questions they are."""
+    return "" if recorded == metrics.get("n") else f" (over the {recorded} questions recorded)"
+
+
 def _planner_lines(metrics: dict[str, Any]) -> list[str]:
     recorded = metrics.get("planner_recorded_n")
     if not recorded:
         return []
-    over = "" if recorded == metrics.get("n") else f" (over the {recorded} questions recorded)"
+    over = _over_recorded(metrics, recorded)
     stops = ", ".join(f"{why} {n}" for why, n in (metrics.get("planner_stopped") or {}).items())
     return [
         "",
@@ -166,7 +172,7 @@ def _cache_lines(metrics: dict[str, Any]) -> list[str]:
     recorded = metrics.get("llm_cache_recorded_n") or 0
     if not recorded:
         return []
-    over = "" if recorded == metrics.get("n") else f" (over the {recorded} questions recorded)"
+    over = _over_recorded(metrics, recorded)
     return [
         "",
         f"LLM calls served from the cache: {_fmt(metrics.get('llm_cache_hits_per_question'))} "
