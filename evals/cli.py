@@ -36,10 +36,12 @@ from evals.runner import EvalRunError, RunConfig, run_eval
 from evals.suite import (
     DATASETS,
     STAGES,
+    TREE_JOURNAL,
     SuiteError,
     SuiteRun,
     compare_args,
     execute_cli,
+    kept_journal,
     metrics_of,
     run_status,
     run_unfinished,
@@ -48,7 +50,8 @@ from evals.suite import (
     tree_setup,
 )
 from searchers.corpus import file_sha256
-from tree.store import tree_exists
+from tree.journal import merge_journal
+from tree.store import JOURNAL_FILE, tree_exists
 
 eval_app = typer.Typer(
     help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA files and compare runs.",
@@ -252,6 +255,14 @@ def suite_command(
     go: Annotated[
         bool, typer.Option("--run", help="run the unfinished runs, then write the comparisons")
     ] = False,
+    keep_journals: Annotated[
+        bool,
+        typer.Option(
+            "--keep-journals",
+            help=f"copy the journals of unfinished tree builds to <out>/<dataset>/{TREE_JOURNAL}"
+            " (commit them: --run on a new machine resumes from them)",
+        ),
+    ] = False,
 ) -> None:
     """The committed suite: how far each run got; with --run, continue it (resumable)."""
     try:
@@ -270,7 +281,22 @@ def suite_command(
 
     def setup(run: SuiteRun) -> list[list[str]]:
         index_dir = index_of(run)
-        return tree_setup(run, data, index_dir, tree_exists(index_dir / TREE_SUBDIR))
+        tree_dir = index_dir / TREE_SUBDIR
+        commands = tree_setup(run, data, index_dir, tree_exists(tree_dir))
+        if commands:  # before the build starts: merging into a journal being written could tear it
+            kept = kept_journal(run, out_dir)
+            restored = merge_journal(kept, tree_dir / JOURNAL_FILE)
+            if restored:
+                err.print(f"[dim]{restored} tree journal record(s) restored from {kept}[/dim]")
+        return commands
+
+    if keep_journals:
+        for run in runs:
+            journal = index_of(run) / TREE_SUBDIR / JOURNAL_FILE
+            if "tree" in PIPELINES[run.pipeline].needs and journal.is_file():
+                kept = kept_journal(run, out_dir)
+                added = merge_journal(journal, kept)
+                out.print(f"{kept}: {added} new record(s)", highlight=False)
 
     if go:
         for run, code in run_unfinished(runs, data, out_dir, setup=setup):

@@ -40,6 +40,7 @@ STAGES: dict[str, tuple[tuple[str, int], ...]] = {
 COMPARE_ALL = "compare_all.md"
 COMPARE_COMMON = "compare_common.md"
 COMPARE_PLOT = "compare_common.png"
+TREE_JOURNAL = "tree-journal.jsonl"
 
 
 class SuiteError(ValueError):
@@ -160,6 +161,13 @@ def tree_setup(run: SuiteRun, data: Path, index_dir: Path, has_tree: bool) -> li
         ["index", "build", "--index", str(index_dir), source],
         ["tree", "build", "--index", str(index_dir), source],
     ]
+
+
+def kept_journal(run: SuiteRun, out: Path) -> Path:
+    """Where a dataset's tree build journal is kept beside its results. A RAPTOR tree over a
+    HotpotQA corpus takes longer than one machine's session lasts, and the build's own journal
+    sits in a cache a new machine lacks: committed here, it lets the next machine resume."""
+    return out / run.dataset / TREE_JOURNAL
 
 
 def tree_progress(tree_dir: Path, has_tree: bool) -> str:

@@ -21,6 +21,7 @@ from evals.suite import (
     SuiteError,
     SuiteRun,
     compare_args,
+    kept_journal,
     run_status,
     run_unfinished,
     suite_runs,
@@ -191,6 +192,49 @@ def test_suite_run_builds_the_tree_over_the_eval_index_of_the_file(
         ["tree", "build", "--index", str(index), str(source)],
         SuiteRun("2wiki", "full+tree", 30).eval_args(data, tmp_path / "out"),
     ]
+
+
+def test_a_tree_journal_kept_with_the_results_resumes_the_build_on_a_new_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--keep-journals copies the cache's journal beside the results; --run on a machine whose
+    cache is empty puts it back before the tree build starts, so no summary is paid twice."""
+    data = tmp_path / "data"
+    for name in DATASETS.values():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(f'{{"id": "{name}"}}\n')
+    out = tmp_path / "results"
+    old_home, new_home = tmp_path / "old-machine", tmp_path / "new-machine"
+    source = data / DATASETS["2wiki"]
+    building = BuildJournal(
+        old_home / "eval-indexes" / file_sha256(source) / "tree" / "journal.jsonl"
+    )
+    building.record_clusters("c", [["a", "b"]])
+    for key in ("k1", "k2"):
+        building.record_summary(key, {"text": key, "metadata": {}})
+    args = ["suite", "--data", str(data), "--out", str(out), "--stage", "tree", "--only", "2wiki"]
+
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(old_home))
+    kept = runner.invoke(eval_app, [*args, "--keep-journals"], terminal_width=200)
+    assert kept.exit_code == 0, kept.output
+    saved = kept_journal(SuiteRun("2wiki", "full+tree", 30), out)
+    assert saved == out / "2wiki" / "tree-journal.jsonl" and "3 new record(s)" in kept.output
+    again = runner.invoke(eval_app, [*args, "--keep-journals"], terminal_width=200)
+    assert "0 new record(s)" in again.output  # keeping twice adds nothing
+
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(new_home))
+    seen: list[set[str]] = []
+
+    def child(command: list[str]) -> int:
+        if command[3:5] == ["tree", "build"]:
+            journal = Path(command[command.index("--index") + 1]) / "tree" / "journal.jsonl"
+            seen.append(set(BuildJournal(journal).summaries))
+        return 0
+
+    monkeypatch.setattr("evals.suite.run_child", child)
+    resumed = runner.invoke(eval_app, [*args, "--run"], terminal_width=200)
+    assert resumed.exit_code == 0, resumed.output
+    assert seen == [{"k1", "k2"}]
 
 
 def test_stopping_the_suite_stops_its_current_run(tmp_path: Path) -> None:

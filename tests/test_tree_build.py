@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage
 from tests.scripted_chat import ScriptedChatModel
 from tree.build import TreeBuilder, TreeBuildError, TreeConfig
 from tree.documents import SourceDocument
-from tree.journal import BuildJournal
+from tree.journal import BuildJournal, merge_journal
 from tree.store import Tree, tree_report
 
 ASTRONOMY = [
@@ -203,6 +203,44 @@ def test_a_torn_journal_line_is_ignored(tmp_path: Path) -> None:
     again.record_summary("k3", {"text": "three", "metadata": {}})  # the resumed build goes on
     third = BuildJournal(path)
     assert set(third.summaries) == {"k1", "k3"} and third.torn_lines == 1
+
+
+def test_a_journal_merged_into_an_empty_one_elsewhere_rebuilds_the_tree_without_the_model(
+    embeddings, tmp_path: Path
+) -> None:
+    documents = [doc("mixed", ASTRONOMY + BAKING)]
+    first = BuildJournal(tmp_path / "cache" / "journal.jsonl")
+    reference, builder = build(scripted(), embeddings, documents, first, clustering="leiden")
+    assert builder.stats.summaries > 0
+    records = len(first.path.read_text().splitlines())
+    kept = tmp_path / "results" / "tree-journal.jsonl"
+    assert merge_journal(first.path, kept) == records
+    assert merge_journal(first.path, kept) == 0  # content-keyed: a second copy adds nothing
+    elsewhere = tmp_path / "new-machine" / "journal.jsonl"
+    assert merge_journal(kept, elsewhere) == records
+    tree, again = build(
+        ScriptedChatModel(replies=[]),
+        embeddings,
+        documents,
+        BuildJournal(elsewhere),
+        clustering="leiden",
+    )
+    assert again.stats.summaries_resumed == builder.stats.summaries
+    assert shape(tree) == shape(reference)
+
+
+def test_merging_journals_skips_torn_lines_and_never_extends_one(tmp_path: Path) -> None:
+    source, target = tmp_path / "source.jsonl", tmp_path / "target.jsonl"
+    BuildJournal(source).record_summary("k1", {"text": "one", "metadata": {}})
+    with open(source, "a", encoding="utf-8") as fh:
+        fh.write('{"kind": "summary", "key": "k2", "te')  # the source's build was killed mid-write
+    target.write_text(
+        '{"kind": "summary", "key": "k0", "text": "zero", "metadata": {}}\n{"kind": "su'
+    )
+    assert merge_journal(source, target) == 1
+    merged = BuildJournal(target)
+    assert set(merged.summaries) == {"k0", "k1"} and merged.torn_lines == 1
+    assert merge_journal(tmp_path / "absent.jsonl", target) == 0
 
 
 def test_rebuild_through_the_sqlite_cache_makes_no_new_calls(embeddings, tmp_path: Path) -> None:

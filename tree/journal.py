@@ -87,3 +87,55 @@ class BuildJournal:
     def remove(self) -> None:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
+
+
+def _identity(record: dict[str, Any]) -> tuple[Any, ...]:
+    if record.get("kind") == "layer":
+        return ("layer", record.get("group"), record.get("layer"))
+    return (record.get("kind"), record.get("key"))
+
+
+def _records(path: Path) -> list[tuple[tuple[Any, ...], str]]:
+    """The readable records of a journal file, each with the exact line it came from."""
+    if not path.is_file():
+        return []
+    found = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "kind" in record:
+                found.append((_identity(record), line.rstrip("\n")))
+    return found
+
+
+def merge_journal(source: Path, target: Path) -> int:
+    """Append to ``target`` the records of ``source`` it lacks, and say how many.
+
+    A journal lives beside its tree, in a cache a new machine does not have; a build of hours
+    outlives one machine only if its journal is copied somewhere kept (a results folder under
+    version control) and copied back before the build resumes. Records are content-keyed, so
+    the union of two journals of one build is again a journal of that build. Never merge into
+    a journal a running build is appending to: the two writers' lines could interleave."""
+    source, target = Path(source), Path(target)
+    have = {identity for identity, _ in _records(target)}
+    missing = []
+    for identity, line in _records(source):
+        if identity not in have:
+            have.add(identity)
+            missing.append(line)
+    if not missing:
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    needs_newline = target.is_file() and target.stat().st_size > 0
+    if needs_newline:
+        with open(target, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            needs_newline = fh.read(1) != b"\n"
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write(("\n" if needs_newline else "") + "\n".join(missing) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(missing)
