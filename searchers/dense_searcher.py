@@ -40,6 +40,7 @@ from searchers.searcher import (
 )
 from searchers.structured_calls import ask
 from searchers.verification import VerificationRule, judge_attempt
+from tree.repetition import drop_repeated_sentences
 
 MAX_PSEUDO_DOC_CHARS = 1500
 
@@ -61,6 +62,10 @@ class DenseSearcherConfig:
     verify_top: int = 5
     feedback_top: int = 3
     passage_chars: int = 300
+    # The prompt asks for three to five sentences, about 150 tokens. A reply past 256 is the
+    # model repeating itself; cut there, it is salvaged and de-duplicated, instead of running on
+    # to the model's own limit (512 here), where the client would throw all of it away.
+    pseudo_max_tokens: int = 256
     rule: VerificationRule = field(default_factory=VerificationRule)
 
 
@@ -108,12 +113,14 @@ async def write(state: DenseState, runtime: Runtime[DenseRun]) -> Command[Litera
             prompts.render("hyde", query=state["query"], feedback=feedback),
             meter=run.meter,
             step="hyde",
+            max_tokens=cfg.pseudo_max_tokens,
         )
     except BudgetExceeded as exc:
         if attempts:
             return Command(goto="finish", update={"stopped": exc.reason})
         return Command(goto="probe", update={"pseudo": None, "stopped": exc.reason})
-    text = " ".join(reply.value.passage.split())[:MAX_PSEUDO_DOC_CHARS] if reply.value else ""
+    passage = reply.value.passage if reply.value else ""
+    text = drop_repeated_sentences(" ".join(passage.split()), cut=reply.cut)[:MAX_PSEUDO_DOC_CHARS]
     if not text:
         # no pseudo-document: search with the query alone rather than not at all
         update = {"pseudo": None, "written": written, "error": reply.error or "empty passage"}

@@ -1,5 +1,6 @@
 """One guarded LLM call with a schema-enforced reply: budget charged first, a timeout always, and
-failure returned as a value, so a bad reply degrades a search instead of ending it."""
+failure returned as a value, so a bad reply degrades a search instead of ending it. A reply cut at
+the token limit is read as far as it got (``searchers.truncated_json``) rather than thrown away."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from searchers.searcher import BudgetMeter
+from searchers.truncated_json import salvage
 
 T = TypeVar("T", bound=BaseModel)
 STEP_KEY = "hoptree_step"  # the metadata key agent.usage counts tokens by
@@ -21,6 +23,27 @@ STEP_KEY = "hoptree_step"  # the metadata key agent.usage counts tokens by
 class Reply(Generic[T]):
     value: T | None
     error: str | None = None
+    cut: bool = False  # the model stopped at its token limit; ``value`` is what was salvaged
+
+
+def capped(chat: BaseChatModel, max_tokens: int | None) -> BaseChatModel:
+    """``chat`` with its reply limit lowered to ``max_tokens``: a shallow copy, so the HTTP
+    client and the LLM cache are shared. Models without a ``max_tokens`` field (scripted ones)
+    are returned as they are."""
+    if max_tokens is None or "max_tokens" not in type(chat).model_fields:
+        return chat
+    current = getattr(chat, "max_tokens", None)
+    if current is not None and current <= max_tokens:
+        return chat
+    return chat.model_copy(update={"max_tokens": max_tokens})
+
+
+def truncated_text(exc: BaseException) -> str | None:
+    """The text of a reply the client refused because it hit the token limit (the OpenAI
+    client's ``LengthFinishReasonError`` keeps the completion), else None."""
+    choices = getattr(getattr(exc, "completion", None), "choices", None) or []
+    content = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+    return content if isinstance(content, str) and content else None
 
 
 async def ask(
@@ -30,10 +53,14 @@ async def ask(
     *,
     meter: BudgetMeter,
     step: str,
+    max_tokens: int | None = None,
 ) -> Reply[T]:
-    """Ask for ``schema``; raises only ``BudgetExceeded`` (before spending anything)."""
+    """Ask for ``schema``; raises only ``BudgetExceeded`` (before spending anything).
+    ``max_tokens`` lowers the model's reply limit for this call."""
     timeout = meter.charge()
-    runnable = chat.with_structured_output(schema, method="json_schema", include_raw=True)
+    runnable = capped(chat, max_tokens).with_structured_output(
+        schema, method="json_schema", include_raw=True
+    )
     try:
         out = await asyncio.wait_for(
             runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
@@ -41,7 +68,11 @@ async def ask(
     except TimeoutError:
         return Reply(None, f"{step}: no reply within {timeout:.0f}s")
     except Exception as exc:  # transport and provider errors of every client library
-        return Reply(None, f"{step}: {type(exc).__name__}: {str(exc)[:200]}")
+        text = truncated_text(exc)
+        value = salvage(text, schema) if text else None
+        if value is not None:
+            return Reply(value, cut=True)
+        return Reply(None, f"{step}: {type(exc).__name__}: {str(exc)[:200]}", cut=text is not None)
     parsed = out.get("parsed") if isinstance(out, dict) else out
     if isinstance(parsed, schema):
         return Reply(parsed)

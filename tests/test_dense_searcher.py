@@ -87,3 +87,12 @@ async def test_budget_returns_what_was_found(embeddings, dense) -> None:
     result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
     assert result.stopped == "budget_llm_calls" and len(chat.calls) == 2
     assert result.hits and result.hits[0].id == "d2"
+
+
+async def test_a_looping_pseudo_document_searches_with_each_sentence_once(
+    embeddings, dense
+) -> None:
+    looping = "Hans Meyer climbed Kilimanjaro in 1889. " + "He was German. " * 6
+    searcher, _ = run(embeddings, dense, [doc(looping), YES], rewrites=1)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert result.attempts[0].query == "Hans Meyer climbed Kilimanjaro in 1889. He was German."

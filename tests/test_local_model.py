@@ -58,6 +58,34 @@ def test_cached_model_makes_one_server_call(local_chat, tmp_path: Path) -> None:
     assert total.completion_tokens == first.usage_metadata["output_tokens"]
 
 
+class Essay(BaseModel):
+    passage: str
+
+
+async def test_a_capped_structured_reply_is_salvaged_with_its_tokens_counted(local_chat) -> None:
+    """The real server stops a schema-enforced reply at a lowered limit; the client refuses it,
+    and ``ask`` keeps the part that parses and the usage tracker the call's tokens."""
+    from searchers.searcher import BudgetMeter, SearchBudget
+    from searchers.structured_calls import ask
+
+    tracker = UsageTracker()
+    model = local_chat.model.model_copy(update={"callbacks": [tracker]})
+    prompt = "Write a long passage, of ten sentences at least, about the history of Lyon."
+    reply = await ask(
+        model,
+        Essay,
+        [HumanMessage(content=prompt)],
+        meter=BudgetMeter(SearchBudget()),
+        step="hyde",
+        max_tokens=24,
+    )
+    assert reply.cut, reply.error
+    assert reply.value is not None and reply.value.passage.strip()
+    usage = tracker.by_step()["hyde"]
+    assert usage.calls == 1 and usage.errors == 1
+    assert 0 < usage.completion_tokens <= 24 and usage.prompt_tokens > 0
+
+
 def test_embedded_server_as_a_remote_openai_endpoint(local_chat, tmp_path: Path) -> None:
     """The non-embedded code path (base_url + model), against a real OpenAI-compatible server."""
     settings = load_settings(

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 import prompts
+from tree.repetition import drop_repeated_sentences
 from tree.tokens import TokenCounter, approx_token_count, truncate_to_tokens
 
 log = logging.getLogger(__name__)
@@ -106,12 +107,15 @@ def _message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
-def clean_summary(raw: str, max_words: int) -> tuple[str, bool]:
-    """(summary, clipped): preamble and whitespace removed; a reply over twice ``max_words``
-    words is cut at the last sentence end inside that bound (small models ramble)."""
+def clean_summary(raw: str, max_words: int, *, cut: bool = False) -> tuple[str, bool]:
+    """(summary, clipped): preamble, whitespace and repeated sentences removed; a reply over
+    twice ``max_words`` words is cut at the last sentence end inside that bound (small models
+    ramble). ``cut`` says the model stopped at its token limit, mid-sentence: that unfinished
+    sentence is dropped."""
     text = _SPACE.sub(" ", _PREAMBLE.sub("", raw.strip(), count=1)).strip()
     if not text or not any(ch.isalnum() for ch in text):
         raise BadSummaryError(f"empty or non-text reply: {raw[:80]!r}")
+    text = drop_repeated_sentences(text, cut=cut)
     words = text.split(" ")
     limit = 2 * max_words
     if len(words) <= limit:
@@ -219,7 +223,9 @@ class Summarizer:
                 result.new_prompt_tokens += prompt_tokens
                 result.new_completion_tokens += completion_tokens
             try:
-                result.text, result.clipped = clean_summary(_message_text(reply), self.max_words)
+                cut = reply.response_metadata.get("finish_reason") == "length"
+                text, clipped = clean_summary(_message_text(reply), self.max_words, cut=cut)
+                result.text, result.clipped = text, clipped or cut
             except BadSummaryError as exc:
                 result.errors.append(str(exc))
                 continue

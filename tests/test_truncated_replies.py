@@ -1,0 +1,282 @@
+"""Replies cut at the token limit: salvaging a cut JSON reply, dropping repeated sentences, and
+counting the call the OpenAI client refuses. The end-to-end cases run the real ``ChatOpenAI``
+against a stub OpenAI-compatible server on 127.0.0.1 that answers ``finish_reason: length``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
+
+from agent.usage import UsageTracker
+from searchers.searcher import BudgetMeter, SearchBudget
+from searchers.structured_calls import ask, capped, truncated_text
+from searchers.truncated_json import salvage
+from tests.scripted_chat import ScriptedChatModel
+from tree.repetition import drop_repeated_sentences
+from tree.summarize import Summarizer, clean_summary
+
+
+class Passage(BaseModel):
+    passage: str
+
+
+class Verdict(BaseModel):
+    sufficient: bool
+    reason: str
+
+
+class Terms(BaseModel):
+    terms: list[str]
+
+
+# --- salvage -------------------------------------------------------------------------------
+
+
+def test_a_cut_string_is_closed_at_its_last_sentence_end() -> None:
+    cut = '{"passage": "Paris is the capital of France. It lies on the Seine. It is the'
+    value = salvage(cut, Passage)
+    assert value == Passage(passage="Paris is the capital of France. It lies on the Seine.")
+
+
+def test_without_a_sentence_end_the_raw_end_is_kept() -> None:
+    assert salvage('{"passage": "Paris is the capital of', Passage) == Passage(
+        passage="Paris is the capital of"
+    )
+
+
+def test_a_list_keeps_its_whole_strings_only() -> None:
+    assert salvage('{"terms": ["Tinted Windows", "debut gig", "Ta', Terms) == Terms(
+        terms=["Tinted Windows", "debut gig"]
+    )
+    # cut right after a comma: the dangling comma goes
+    assert salvage('{"terms": ["a", "b", ', Terms) == Terms(terms=["a", "b"])
+
+
+def test_a_reply_missing_a_required_field_is_not_salvaged() -> None:
+    assert salvage('{"sufficient": true, "rea', Verdict) is None
+    assert salvage('{"sufficient": true, "reason": "the hits name the city. And', Verdict) == (
+        Verdict(sufficient=True, reason="the hits name the city.")
+    )
+
+
+def test_escapes_and_nesting_are_read_as_json_reads_them() -> None:
+    cut = '{"passage": "He said \\"yes.\\" Then {left}. More'
+    assert salvage(cut, Passage) == Passage(passage='He said "yes." Then {left}.')
+    assert salvage('{"passage": "ends in an escape \\', Passage) == Passage(
+        passage="ends in an escape"
+    )
+
+
+def test_text_that_is_not_a_json_object_is_not_salvaged() -> None:
+    assert salvage("", Passage) is None
+    assert salvage("Sure! Here is the passage", Passage) is None
+    assert salvage('["passage"', Passage) is None
+
+
+def test_salvage_tries_a_bounded_number_of_cuts() -> None:
+    # many sentence ends, none closable into a valid Verdict: the loop stops at its bound
+    cut = '{"sufficient": "maybe. ' + "x. " * 5000
+    assert salvage(cut, Verdict, max_cuts=3) is None
+
+
+# --- repeated sentences ----------------------------------------------------------------------
+
+
+def test_repeated_sentences_are_dropped_and_a_cut_tail_with_them() -> None:
+    looping = "Paris is in France. It is big. It is big. It is BIG! It is"
+    assert drop_repeated_sentences(looping) == "Paris is in France. It is big. It is"
+    assert drop_repeated_sentences(looping, cut=True) == "Paris is in France. It is big."
+    assert drop_repeated_sentences("A lone fragment", cut=True) == "A lone fragment"
+    assert drop_repeated_sentences("") == ""
+
+
+def test_a_summary_cut_at_the_limit_loses_its_loop_and_its_unfinished_sentence() -> None:
+    raw = "Summary: The band formed in Boston. The band formed in Boston. Its first gig was in"
+    text, clipped = clean_summary(raw, max_words=100, cut=True)
+    assert text == "The band formed in Boston." and not clipped
+
+
+# --- capped models ---------------------------------------------------------------------------
+
+
+def test_capping_lowers_the_limit_on_a_copy_and_leaves_scripted_models_alone() -> None:
+    chat = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", max_tokens=512)
+    low = capped(chat, 256)
+    assert isinstance(low, ChatOpenAI) and low.max_tokens == 256 and chat.max_tokens == 512
+    assert capped(chat, 1024) is chat  # never raises a limit
+    assert capped(chat, None) is chat
+    scripted = ScriptedChatModel(replies=[])
+    assert capped(scripted, 256) is scripted
+    assert truncated_text(ValueError("no completion here")) is None
+
+
+# --- the stub OpenAI server ------------------------------------------------------------------
+
+
+def completion(content: str, finish_reason: str, prompt: int = 40, output: int = 30) -> dict:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+        },
+    }
+
+
+@contextmanager
+def stub_openai(replies: list[dict]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serves ``replies`` in order to POST /v1/chat/completions; yields (base URL, requests)."""
+    requests: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                requests.append(body)
+                reply = replies[min(len(requests), len(replies)) - 1]
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def stub_chat(url: str, tracker: UsageTracker) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="stub",
+        base_url=url,
+        api_key="stub",
+        max_tokens=512,
+        timeout=10,
+        max_retries=0,
+        callbacks=[tracker],
+    )
+
+
+def test_a_cut_structured_reply_is_salvaged_and_its_call_counted() -> None:
+    cut = '{"passage": "Tinted Windows formed in 2009. They played first in Austin. They pl'
+    tracker = UsageTracker()
+    with stub_openai([completion(cut, "length", prompt=70, output=256)]) as (url, requests):
+        meter = BudgetMeter(SearchBudget())
+        reply = asyncio.run(
+            ask(
+                stub_chat(url, tracker),
+                Passage,
+                [HumanMessage("q")],
+                meter=meter,
+                step="hyde",
+                max_tokens=256,
+            )
+        )
+    assert reply.cut and reply.error is None
+    assert reply.value == Passage(
+        passage="Tinted Windows formed in 2009. They played first in Austin."
+    )
+    sent = requests[0]
+    assert sent.get("max_completion_tokens", sent.get("max_tokens")) == 256  # the cap was sent
+    usage = tracker.by_step()["hyde"]
+    assert (usage.calls, usage.errors) == (1, 1)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (70, 256)
+
+
+def test_an_unsalvageable_cut_reply_is_an_error_that_still_counts_its_tokens() -> None:
+    tracker = UsageTracker()
+    with stub_openai([completion('{"sufficient": tr', "length", output=512)]) as (url, _):
+        reply = asyncio.run(
+            ask(
+                stub_chat(url, tracker),
+                Verdict,
+                [HumanMessage("q")],
+                meter=BudgetMeter(SearchBudget()),
+                step="verify",
+            )
+        )
+    assert reply.value is None and reply.cut
+    assert reply.error is not None and reply.error.startswith("verify: LengthFinishReasonError")
+    assert tracker.by_step()["verify"].completion_tokens == 512
+
+
+def test_a_failed_call_without_a_reply_counts_as_an_error_only() -> None:
+    tracker = UsageTracker()
+    chat = ChatOpenAI(
+        model="stub",
+        base_url="http://127.0.0.1:9/v1",  # nothing listens on the discard port
+        api_key="stub",
+        timeout=5,
+        max_retries=0,
+        callbacks=[tracker],
+    )
+    reply = asyncio.run(
+        ask(chat, Passage, [HumanMessage("q")], meter=BudgetMeter(SearchBudget()), step="hyde")
+    )
+    assert reply.value is None and not reply.cut
+    usage = tracker.by_step()["hyde"]
+    assert (usage.calls, usage.errors, usage.prompt_tokens) == (0, 1, 0)
+
+
+def test_a_tree_summary_cut_at_the_limit_keeps_its_finished_sentences() -> None:
+    looping = "The band formed in Boston. The band formed in Boston. The band formed in Bo"
+    tracker = UsageTracker()
+    with stub_openai([completion(looping, "length", output=512)]) as (url, _):
+        summarizer = Summarizer(stub_chat(url, tracker), max_attempts=1, timeout_s=10)
+        result = asyncio.run(summarizer.summarize(["The band formed in Boston in 2009."]))
+    assert result.text == "The band formed in Boston."
+    assert result.clipped and not result.fallback
+    assert result.completion_tokens == 512
+
+
+@pytest.mark.parametrize("finish_reason", ["stop", "length"])
+def test_a_whole_reply_is_read_as_usual(finish_reason: str) -> None:
+    whole = '{"passage": "Tinted Windows formed in 2009."}'
+    tracker = UsageTracker()
+    with stub_openai([completion(whole, finish_reason)]) as (url, _):
+        reply = asyncio.run(
+            ask(
+                stub_chat(url, tracker),
+                Passage,
+                [HumanMessage("q")],
+                meter=BudgetMeter(SearchBudget()),
+                step="hyde",
+            )
+        )
+    if finish_reason == "stop":
+        assert reply == type(reply)(Passage(passage="Tinted Windows formed in 2009."))
+        assert tracker.by_step()["hyde"].errors == 0
+    else:  # the client refuses even a complete reply that says it hit the limit: salvaged whole
+        assert reply.cut and reply.value == Passage(passage="Tinted Windows formed in 2009.")
