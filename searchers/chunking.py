@@ -18,16 +18,17 @@ DEFAULT_MAX_TOKENS = 150
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WS = re.compile(r"\s+")
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and
-# an uppercase letter, digit, quote or bracket. Lowercase continuations ("e.g. the") never split.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-Þ])")
+# A sentence ends at . ! ? or … (then optional closing quotes/brackets), before whitespace and
+# something that can start a sentence. A lowercase word after the stop ("e.g. the") is no start.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-Þ])")
 _ABBREVIATIONS = frozenset(
     {
-        *("mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "no", "fig", "al"),
-        *("inc", "ltd", "co", "corp", "gen", "col", "lt", "sgt", "u.s", "e.g", "i.e"),
-        *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"),
+        "mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "no", "fig", "al",
+        "inc", "ltd", "co", "corp", "gen", "col", "lt", "sgt", "capt", "rev", "mt", "ft",
+        "u.s", "e.g", "i.e", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
+        "oct", "nov", "dec",
     }
-)
+)  # fmt: skip
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -51,7 +52,7 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _SENTENCE_END.finditer(text):
         candidate = text[start : match.start()].rstrip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?\"'”’)]").lower()
+        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?…\"'”’)]").lower()
         if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
             continue  # "Dr. Who", "J. R. R. Tolkien": not a sentence end
         pieces.append(text[start : match.end()].strip())

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from searchers.chunking import split_sentences  # one splitter for indexes and trees alike
 from tree.embedding import embed_texts
 from tree.tokens import TokenCounter, approx_token_count
 
@@ -37,17 +38,6 @@ DEFAULT_SEMANTIC_MAX_TOKENS = 200
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
 _SPACE = re.compile(r"\s+")
-# A sentence ends at . ! ? or … (then optional closing quotes/brackets), before whitespace and
-# something that can start a sentence. A lowercase word after the stop ("e.g. the") is no start.
-_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-Þ])")
-_NOT_AN_END = frozenset(
-    {
-        "mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "no", "fig", "al",
-        "inc", "ltd", "co", "corp", "gen", "col", "lt", "sgt", "capt", "rev", "mt", "ft",
-        "u.s", "e.g", "i.e", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
-        "oct", "nov", "dec",
-    }
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -70,26 +60,6 @@ def split_paragraphs(text: str) -> list[str]:
     """Blank-line separated blocks with whitespace collapsed (hard-wrapped lines rejoin)."""
     blocks = (_SPACE.sub(" ", block).strip() for block in _PARAGRAPH_BREAK.split(text))
     return [block for block in blocks if block]
-
-
-def split_sentences(paragraph: str) -> list[str]:
-    """Sentences of one paragraph; "Dr. Who" and "J. R. R. Tolkien" are not cut at the dots."""
-    paragraph = _SPACE.sub(" ", paragraph).strip()
-    if not paragraph:
-        return []
-    pieces: list[str] = []
-    start = 0
-    for match in _END.finditer(paragraph):
-        candidate = paragraph[start : match.start()].rstrip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?…\"'”’)]").lower()
-        if last_word in _NOT_AN_END or (len(last_word) == 1 and last_word.isalpha()):
-            continue
-        pieces.append(paragraph[start : match.end()].strip())
-        start = match.end()
-    tail = paragraph[start:].strip()
-    if tail:
-        pieces.append(tail)
-    return pieces
 
 
 def sentences_of(text: str, count: TokenCounter = approx_token_count) -> list[Sentence]:
