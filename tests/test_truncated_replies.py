@@ -253,12 +253,14 @@ def test_a_failed_call_without_a_reply_counts_as_an_error_only() -> None:
 def test_a_tree_summary_cut_at_the_limit_keeps_its_finished_sentences() -> None:
     looping = "The band formed in Boston. The band formed in Boston. The band formed in Bo"
     tracker = UsageTracker()
-    with stub_openai([completion(looping, "length", output=512)]) as (url, _):
+    with stub_openai([completion(looping, "length", output=300)]) as (url, requests):
         summarizer = Summarizer(stub_chat(url, tracker), max_attempts=1, timeout_s=10)
         result = asyncio.run(summarizer.summarize(["The band formed in Boston in 2009."]))
+    sent = requests[0]
+    assert sent.get("max_completion_tokens", sent.get("max_tokens")) == 300  # 3 per word
     assert result.text == "The band formed in Boston."
     assert result.clipped and not result.fallback
-    assert result.completion_tokens == 512
+    assert result.completion_tokens == 300
 
 
 @pytest.mark.parametrize("finish_reason", ["stop", "length"])

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 import prompts
+from searchers.structured_calls import capped
 from tree.repetition import drop_repeated_sentences
 from tree.tokens import TokenCounter, approx_token_count, truncate_to_tokens
 
@@ -143,10 +144,14 @@ class Summarizer:
         timeout_s: float = 300.0,
         max_attempts: int = 3,
         count: TokenCounter = approx_token_count,
+        reply_tokens: int | None = None,
     ) -> None:
         if max_attempts < 1 or timeout_s <= 0 or max_words < 1:
             raise ValueError("need max_attempts >= 1, timeout_s > 0 and max_words >= 1")
-        self.chat = chat
+        # A word is about 1.3 tokens, and a reply past twice ``max_words`` words is clipped
+        # anyway (``clean_summary``): decoding beyond 3 tokens a word only feeds a loop.
+        self.reply_tokens = reply_tokens or 3 * max_words
+        self.chat = capped(chat, self.reply_tokens)
         self.max_words = max_words
         self.max_input_tokens = max_input_tokens
         self.timeout_s = timeout_s
