@@ -30,7 +30,7 @@ def capped(chat: BaseChatModel, max_tokens: int | None) -> BaseChatModel:
     """``chat`` with its reply limit lowered to ``max_tokens``: a shallow copy, so the HTTP
     client and the LLM cache are shared. Models without a ``max_tokens`` field (scripted ones)
     are returned as they are."""
-    if max_tokens is None or "max_tokens" not in type(chat).model_fields:
+    if max_tokens is None or "max_tokens" not in getattr(type(chat), "model_fields", {}):
         return chat
     current = getattr(chat, "max_tokens", None)
     if current is not None and current <= max_tokens:
