@@ -189,8 +189,12 @@ def append_row(handle: IO[str], row: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- scoring
 
 
-def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
-    """The details row of one finished question."""
+def score(
+    question: EvalQuestion, output: PipelineOutput, *, retrieves: bool = True
+) -> dict[str, Any]:
+    """The details row of one finished question. A pipeline that ``retrieves`` nothing by
+    design gets no retrieval scores (None, "n/a" in tables): a 0 would read as a search that
+    failed on every question."""
     scores = answer_scores(output.prediction, question.answers)
     planner = {"planner": output.planner} if output.planner is not None else {}
     return {
@@ -202,8 +206,12 @@ def score(question: EvalQuestion, output: PipelineOutput) -> dict[str, Any]:
         "em": scores["em"],
         "f1": round(scores["f1"], 4),
         "acc": scores["acc"],
-        "retrieval_success": retrieval_success(question.answers, output.contexts),
-        "gold_recall": gold_recall(question.supporting_titles, output.retrieved_titles),
+        "retrieval_success": (
+            retrieval_success(question.answers, output.contexts) if retrieves else None
+        ),
+        "gold_recall": (
+            gold_recall(question.supporting_titles, output.retrieved_titles) if retrieves else None
+        ),
         "supporting_titles": question.supporting_titles,
         "retrieved_titles": list(dict.fromkeys(output.retrieved_titles)),
         "llm_calls": output.llm_calls,
@@ -407,7 +415,7 @@ async def run_eval(
                     except Exception as exc:  # this question failed; the run goes on
                         log.warning("question %s failed: %s", question.id, exc)
                         output = _failed(exc, started)
-                    row = score(question, output)
+                    row = score(question, output, retrieves=bool(spec.needs))
                     append_row(handle, row)
                     finished[question.id] = row
                     progress.add(row)
