@@ -81,9 +81,10 @@ class UsageTracker(BaseCallbackHandler):
                 usage.cached_prompt_tokens += int(details.get("cache_read", 0) or 0)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """An error may still have cost a whole reply: the OpenAI client refuses a structured
-        reply cut at the token limit after the model wrote it, and keeps its usage on the error.
-        Such a call counts as a call, with its tokens; without this, the most expensive calls
+        """A failed call counts in ``errors`` (``calls`` are the calls that returned; together
+        they are every call made). It may still have cost a whole reply: the OpenAI client
+        refuses a structured reply cut at the token limit after the model wrote it, and keeps its
+        usage on the error. Those tokens are counted; without them the most expensive calls
         (the ones that ran to the limit) were missing from every cost we report."""
         usage_of_reply = getattr(getattr(error, "completion", None), "usage", None)
         with self._lock:
@@ -91,9 +92,10 @@ class UsageTracker(BaseCallbackHandler):
             usage = self._steps.setdefault(step, StepUsage())
             usage.errors += 1
             if usage_of_reply is not None:
-                usage.calls += 1
                 usage.prompt_tokens += int(getattr(usage_of_reply, "prompt_tokens", 0) or 0)
-                usage.completion_tokens += int(getattr(usage_of_reply, "completion_tokens", 0) or 0)
+                usage.completion_tokens += int(
+                    getattr(usage_of_reply, "completion_tokens", 0) or 0
+                )
 
     def by_step(self) -> dict[str, StepUsage]:
         with self._lock:

@@ -211,7 +211,7 @@ def test_a_cut_structured_reply_is_salvaged_and_its_call_counted() -> None:
     sent = requests[0]
     assert sent.get("max_completion_tokens", sent.get("max_tokens")) == 256  # the cap was sent
     usage = tracker.by_step()["hyde"]
-    assert (usage.calls, usage.errors) == (1, 1)
+    assert (usage.calls, usage.errors) == (0, 1)  # one call made, and the client refused it
     assert (usage.prompt_tokens, usage.completion_tokens) == (70, 256)
 
 
