@@ -90,17 +90,33 @@ def build_progress(enabled: bool | None = None) -> Iterator[ProgressFn]:
         yield update
 
 
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
 def _print_report(report: dict[str, Any], title: str) -> None:
     table = Table(title=title)
-    for column in ("layer", "nodes", "children/parent", "compression"):
+    for column in ("layer", "nodes", "children/parent", "compression", "ungrounded"):
         table.add_column(column, justify="right")
-    table.add_row("0 (leaves)", str(report["leaves"]), "", "")
+    table.add_row("0 (leaves)", str(report["leaves"]), "", "", "")
     for row in report["per_layer"]:
         compression = "" if row["compression"] is None else f"{row['compression']:.3f}"
+        share = row.get("share_with_unsupported_terms")
         table.add_row(
-            str(row["layer"]), str(row["nodes"]), f"{row['mean_children']:.2f}", compression
+            str(row["layer"]),
+            str(row["nodes"]),
+            f"{row['mean_children']:.2f}",
+            compression,
+            "" if share is None else f"{100 * share:.0f}%",
         )
     out.print(table)
+    ground = report.get("grounding") or {}
+    if ground.get("summaries"):
+        out.print(
+            f"[dim]ungrounded: {ground['with_unsupported_terms']} of {ground['summaries']} "
+            "summaries name a person, place, title or number that none of their children "
+            f"has ({_share(ground['unsupported_share_of_terms'])} of all such terms)[/dim]"
+        )
     compression = report["compression"]
     out.print(
         f"{report['documents']} document(s), mode {report['mode']}, clustering "

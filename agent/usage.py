@@ -93,9 +93,7 @@ class UsageTracker(BaseCallbackHandler):
             usage.errors += 1
             if usage_of_reply is not None:
                 usage.prompt_tokens += int(getattr(usage_of_reply, "prompt_tokens", 0) or 0)
-                usage.completion_tokens += int(
-                    getattr(usage_of_reply, "completion_tokens", 0) or 0
-                )
+                usage.completion_tokens += int(getattr(usage_of_reply, "completion_tokens", 0) or 0)
 
     def by_step(self) -> dict[str, StepUsage]:
         with self._lock:

@@ -232,6 +232,7 @@ def test_report_on_the_hand_made_tree() -> None:
         "nodes": 2,
         "mean_children": 2.0,
         "compression": pytest.approx(60 / 220, abs=1e-4),
+        "share_with_unsupported_terms": 0.0,
     }
     assert (report["llm_calls"], report["prompt_tokens"], report["completion_tokens"]) == (
         3,

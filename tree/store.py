@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tree.grounding import grounding
+
 FORMAT_NAME = "hoptree-tree"
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"
@@ -430,10 +432,16 @@ def tree_report(tree: Tree) -> dict[str, Any]:
 
     ``compression`` = summary tokens / tokens of their children, summed over all summary nodes;
     ``compression_mean_per_parent`` = the mean of each parent's ratio (RAPTOR reports ~0.28);
-    ``mean_children`` = children per summary node (RAPTOR 6.7).
+    ``mean_children`` = children per summary node (RAPTOR 6.7); ``grounding`` = how many
+    summaries state a name or number none of their children has (``tree.grounding``).
     """
     summaries = [n for n in tree.nodes if n.layer > 0]
     tokens_of = {n.id: n.tokens for n in tree.nodes}
+    text_of = {n.id: n.text for n in tree.nodes}
+
+    def grounded(nodes: list[TreeNode]) -> dict[str, Any]:
+        return grounding([(n.text, [text_of[c] for c in n.children]) for n in nodes]).as_dict()
+
     child_tokens = sum(tokens_of[c] for n in summaries for c in n.children)
     summary_tokens = sum(n.tokens for n in summaries)
     per_layer = []
@@ -446,6 +454,7 @@ def tree_report(tree: Tree) -> dict[str, Any]:
                 "nodes": len(nodes),
                 "mean_children": round(sum(len(n.children) for n in nodes) / len(nodes), 3),
                 "compression": round(sum(n.tokens for n in nodes) / kids, 4) if kids else None,
+                "share_with_unsupported_terms": grounded(nodes)["share_with_unsupported_terms"],
             }
         )
     usage = [n.metadata.get("usage") or {} for n in summaries]
@@ -466,6 +475,8 @@ def tree_report(tree: Tree) -> dict[str, Any]:
         "leaf_tokens": sum(n.tokens for n in tree.nodes if n.layer == 0),
         "summary_tokens": summary_tokens,
         "fallback_summaries": sum(1 for n in summaries if n.metadata.get("fallback")),
+        # names and numbers a summary states that its children do not (``tree.grounding``)
+        "grounding": grounded(summaries),
         "per_layer": per_layer,
         "llm_calls": sum(int(u.get("calls", 0)) for u in usage),
         "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in usage),
