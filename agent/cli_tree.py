@@ -24,7 +24,14 @@ from rich.table import Table
 from agent.progress import ProgressLines
 from tree.build import BuildEvent, ProgressFn, TreeBuildError, TreeConfig
 from tree.documents import DocumentError, SourceDocument, read_documents
-from tree.store import JOURNAL_FILE, Tree, TreeStoreError, tree_exists, tree_report
+from tree.store import (
+    JOURNAL_FILE,
+    Tree,
+    TreeStoreError,
+    tree_exists,
+    tree_report,
+    ungrounded_summaries,
+)
 
 TREE_SUBDIR = "tree"
 
@@ -251,16 +258,24 @@ def _check_extendable(previous: Tree, config: TreeConfig, documents: list[Source
             raise _fail(f"document {doc.id!r} changed since the tree was built; use --rebuild")
 
 
-def _emit(tree: Tree, target: Path, as_json: bool, note: str = "") -> None:
+def _emit(tree: Tree, target: Path, as_json: bool, note: str = "", examples: int = 0) -> None:
     report = {"path": str(target), **tree_report(tree)}
     if note:
         report["note"] = note
+    if examples:
+        report["ungrounded_examples"] = ungrounded_summaries(tree, examples)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         return
     if note:
         err.print(f"[dim]{note}: every document is already in the tree[/dim]")
     _print_report(report, f"tree {target}")
+    for example in report.get("ungrounded_examples", []):
+        out.print(
+            f"\n[bold]{example['id']}[/bold] (layer {example['layer']}), not in its children: "
+            f"{', '.join(example['unsupported'])}\n{example['text'][:600]}",
+            highlight=False,
+        )
     last = report["last_build"]
     if last and not note:
         out.print(
@@ -275,8 +290,18 @@ def _emit(tree: Tree, target: Path, as_json: bool, note: str = "") -> None:
 def show(
     index: Annotated[Path | None, typer.Option("--index", help="index directory")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+    ungrounded: Annotated[
+        int,
+        typer.Option(
+            "--ungrounded",
+            min=0,
+            max=1000,
+            help="also print this many summaries that name what their children do not",
+        ),
+    ] = 0,
 ) -> None:
-    """Layers, nodes per layer, children per parent, compression and what the build cost."""
+    """Layers, nodes per layer, children per parent, compression, grounding and what the build
+    cost."""
     from tree.store import load_tree
 
     settings = _settings()
@@ -285,4 +310,4 @@ def show(
         tree = load_tree(target)
     except TreeStoreError as exc:
         raise _fail(str(exc)) from exc
-    _emit(tree, target, as_json)
+    _emit(tree, target, as_json, examples=ungrounded)

@@ -64,6 +64,25 @@ def test_show_json_and_table(env: Path, embeddings, tmp_path: Path) -> None:
     assert report["documents"] == 2 and report["clustering"] == "leiden"
     table = runner.invoke(root, ["tree", "show", "--index", str(index)])
     assert table.exit_code == 0 and "children/parent" in table.stdout
+    assert "ungrounded" in table.stdout
+
+
+def test_show_prints_the_summaries_that_name_what_their_children_do_not(
+    env: Path, embeddings, tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    _prebuild(embeddings, env, index)
+    tree = load_tree(index / "tree")
+    node = next(n for n in tree.nodes if n.layer == 1)
+    node.text = "The bakers of Lyon met Paul McCartney here in 1964."
+    save_tree(tree, index / "tree")
+    args = ["tree", "show", "--index", str(index), "--ungrounded", "3"]
+    report = json.loads(runner.invoke(root, [*args, "--json"]).stdout)
+    assert report["grounding"]["with_unsupported_terms"] >= 1
+    [example] = [e for e in report["ungrounded_examples"] if e["id"] == node.id]
+    assert {"lyon", "mccartney", "paul", "1964"} <= set(example["unsupported"])
+    table = runner.invoke(root, args, terminal_width=200)
+    assert table.exit_code == 0 and f"{node.id} (layer 1), not in its children" in table.stdout
 
 
 def test_show_without_a_tree(env: Path, tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tree.grounding import grounding
+from tree.grounding import grounding, unsupported_terms
 
 FORMAT_NAME = "hoptree-tree"
 FORMAT_VERSION = 1
@@ -425,6 +425,25 @@ def load_tree(path: Path) -> Tree:
 
 
 # --------------------------------------------------------------------------- reporting
+
+
+def ungrounded_summaries(tree: Tree, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` summaries that name the most terms none of their children has, with
+    those terms: the examples behind ``tree_report``'s grounding numbers."""
+    if limit <= 0:
+        return []
+    text_of = {n.id: n.text for n in tree.nodes}
+    found = []
+    for node in tree.nodes:
+        if node.layer == 0:
+            continue
+        missing = unsupported_terms(node.text, [text_of[c] for c in node.children])
+        if missing:
+            found.append(
+                {"id": node.id, "layer": node.layer, "unsupported": missing, "text": node.text}
+            )
+    found.sort(key=lambda e: (-len(e["unsupported"]), e["layer"], e["id"]))
+    return found[:limit]
 
 
 def tree_report(tree: Tree) -> dict[str, Any]:
