@@ -178,7 +178,12 @@ def tree_progress(tree_dir: Path, has_tree: bool) -> str:
     journal = tree_dir / JOURNAL_FILE
     if not journal.is_file():
         return "no tree yet"
-    return f"tree building, {len(BuildJournal(journal).summaries)} summaries done"
+    record = BuildJournal(journal)
+    done = f"tree building, {len(record.summaries)} summaries done"
+    if not record.clusterings:
+        return done
+    latest = list(record.clusterings.values())[-1]  # dicts keep the journal's order
+    return f"{done}; the latest layer has {len(latest)} clusters"
 
 
 def run_unfinished(

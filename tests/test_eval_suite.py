@@ -108,7 +108,12 @@ def test_tree_progress_counts_the_journaled_summaries(tmp_path: Path) -> None:
     journal.record_clusters("c", [["a", "b"]])
     for key in ("k1", "k2"):
         journal.record_summary(key, {"text": "t", "metadata": {}})
-    assert tree_progress(tmp_path, has_tree=False) == "tree building, 2 summaries done"
+    assert tree_progress(tmp_path, has_tree=False) == (
+        "tree building, 2 summaries done; the latest layer has 1 clusters"
+    )
+    journal.record_clusters("c2", [["a"], ["b"], ["c"]])  # a layer above
+    assert tree_progress(tmp_path, has_tree=False).endswith("the latest layer has 3 clusters")
+    assert tree_progress(tmp_path / "nowhere", has_tree=False) == "no tree yet"
 
 
 def test_a_failed_setup_skips_its_run_and_the_next_run_goes_on(tmp_path: Path) -> None:
