@@ -20,6 +20,10 @@ def test_a_blended_summary_shows_the_names_and_numbers_it_made_up() -> None:
     assert unsupported_terms(summary, REM) == ["1982", "john", "lennon", "mccartney", "paul"]
 
 
+def test_a_possessive_is_supported_by_the_bare_name() -> None:
+    assert unsupported_terms("Murmur was Stipe's debut; it sold in Athens’s shops.", REM) == []
+
+
 def test_sentence_openers_initials_and_single_digits_are_no_terms() -> None:
     text = 'About it. "Together" they sold 5 records. J. R. R. Tolkien wrote in 1937; In short.'
     assert terms(text) == {"tolkien", "1937"}

@@ -7,6 +7,8 @@ so how often it happens is worth knowing for every tree. An LLM judge would cost
 summary; this check costs none and catches one common failure, a name or number that none of
 the children has. It cannot see a wrong relation between names that are all present (the blend
 of two true facts), so it is a floor under the rate of unfaithful summaries, not a measure of it.
+Nor is every term it flags false: "USA" where the passage said "Washington" is the model adding
+what it knows. It flags what a summary states beyond its sources, true or not.
 
 A term is a word that starts with a capital letter inside a sentence, or a number; it is
 supported when its lower-cased form occurs as a word anywhere in the children.
@@ -34,8 +36,12 @@ _COMMON = frozenset(
 )  # fmt: skip
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def _key(term: str) -> str:
-    return term.lower().replace(",", "").rstrip(".").strip("'’-")
+    """Lower-cased, without a possessive ("Jovi's" is "jovi") or a number's commas."""
+    return _POSSESSIVE.sub("", term.lower().replace(",", "").rstrip(".")).strip("'’-")
 
 
 def _opens_sentence(text: str, start: int) -> bool:
