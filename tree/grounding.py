@@ -7,8 +7,8 @@ so how often it happens is worth knowing for every tree. An LLM judge would cost
 summary; this check costs none and catches one common failure, a name or number that none of
 the children has. It cannot see a wrong relation between names that are all present (the blend
 of two true facts), so it is a floor under the rate of unfaithful summaries, not a measure of it.
-Nor is every term it flags false: "USA" where the passage said "Washington" is the model adding
-what it knows. It flags what a summary states beyond its sources, true or not.
+Nor is every term it flags unfaithful: "Dutch" for a bank "based in the Netherlands" says the
+same in other words. It reads words, not meanings.
 
 A term is a word that starts with a capital letter inside a sentence, or a number; it is
 supported when its lower-cased form occurs as a word anywhere in the children.
