@@ -106,6 +106,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ),
         "llm_cache_recorded_n": len(cached),
         **_planner_means(rows),
+        # which commit made the rows (rows from before the field existed are left out)
+        "code_versions": dict(Counter(str(r["code"]) for r in rows if r.get("code")).most_common()),
         "errors": sum(1 for r in rows if r.get("error")),
         "by_type": by_type,
     }
@@ -228,6 +230,16 @@ def _timing_row(metrics: dict[str, Any]) -> str:
     return f"| started / finished | {metrics.get('started')} / {metrics.get('finished')} |"
 
 
+def _code_cell(metrics: dict[str, Any]) -> str:
+    versions = metrics.get("code_versions") or {}
+    if not versions:
+        return "not recorded"
+    recorded = sum(versions.values())
+    text = ", ".join(f"`{v}` ({n})" for v, n in versions.items())
+    missing = int(metrics.get("n") or 0) - recorded
+    return text + (f", not recorded ({missing})" if missing > 0 else "")
+
+
 def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) -> str:
     name = Path(str(metrics.get("dataset", ""))).name
     lines = [
@@ -240,6 +252,7 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         f"| setting | {metrics.get('setting')} |",
         f"| pipeline | `{metrics.get('pipeline')}` |",
         f"| model | {metrics.get('model') or 'n/a'} |",
+        f"| code | {_code_cell(metrics)} |",
         f"| questions | {metrics.get('n')} (limit {_limit(metrics.get('limit'))}), "
         f"{metrics.get('errors', 0)} failed |",
         _timing_row(metrics),
@@ -427,7 +440,19 @@ def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str
         values = {str(m.get(key)) for _, m in runs}
         if len(values) > 1:
             warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
-    cached = [label for label, (_, m) in zip(run_labels(runs), runs, strict=True)
+    labels = run_labels(runs)
+    versions = {
+        label: sorted(m.get("code_versions") or {})
+        for label, (_, m) in zip(labels, runs, strict=True)
+    }
+    mixed = [f"{label} ({', '.join(v)})" for label, v in versions.items() if len(v) > 1]
+    if mixed:
+        warnings.append(f"rows of one run come from several commits: {'; '.join(mixed)}")
+    distinct = {v[0] for v in versions.values() if len(v) == 1}
+    if len(distinct) > 1:
+        made = "; ".join(f"{label}: {v[0]}" for label, v in versions.items() if len(v) == 1)
+        warnings.append(f"the runs were made with different code ({made})")
+    cached = [label for label, (_, m) in zip(labels, runs, strict=True)
               if (m.get("llm_cache_hits_per_question") or 0) > 0]  # fmt: skip
     if cached:
         warnings.append(

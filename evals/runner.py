@@ -53,6 +53,7 @@ from evals.corpora import (
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import answer_scores, gold_recall, retrieval_success
 from evals.pipelines import EvalContext, PipelineError, PipelineOutput, PipelineSpec, get_pipeline
+from evals.provenance import code_version
 from evals.report import (
     DETAILS_FILE,
     METRICS_FILE,
@@ -223,6 +224,7 @@ def score(
         "error": output.error,
         "warnings": output.warnings,
         **planner,
+        "code": code_version(),
         "finished_at": _now(),
     }
 

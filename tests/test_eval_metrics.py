@@ -232,3 +232,26 @@ def test_planner_rounds_and_stops_are_summed_over_the_rows_that_record_them() ->
     assert "of them follow-ups (over the 3 questions recorded). " in report
     assert "Stopped: max_rounds 2, sufficient 1." in report
     assert "planner_recorded_n" not in aggregate([base])
+
+
+def test_rows_say_which_code_made_them_and_a_comparison_says_when_it_differs() -> None:
+    from pathlib import Path
+
+    from evals.report import aggregate, comparison_markdown, report_markdown
+
+    base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 1, "prompt_tokens": 1, "seconds": 1}
+    old = aggregate([{**base, "code": "fd30e3b"}, {**base, "code": "fd30e3b"}])
+    new = aggregate([{**base, "code": "4cdfc3f"}, base])  # one row from before the field
+    assert old["code_versions"] == {"fd30e3b": 2} and new["code_versions"] == {"4cdfc3f": 1}
+    assert "| code | `4cdfc3f` (1), not recorded (1) |" in report_markdown(new, plot_name=None)
+    assert "| code | not recorded |" in report_markdown(aggregate([base]), plot_name=None)
+
+    same = comparison_markdown([(Path("a"), {**old, "pipeline": "full"}), (Path("b"), old)])
+    assert "different code" not in same
+    table = comparison_markdown(
+        [(Path("a"), {**old, "pipeline": "full"}), (Path("b"), {**new, "pipeline": "bm25"})]
+    )
+    assert "Note: the runs were made with different code (full: fd30e3b; bm25: 4cdfc3f)" in table
+    mixed = aggregate([{**base, "code": "fd30e3b"}, {**base, "code": "4cdfc3f"}])
+    table = comparison_markdown([(Path("a"), {**mixed, "pipeline": "full"})])
+    assert "rows of one run come from several commits: full (4cdfc3f, fd30e3b)" in table

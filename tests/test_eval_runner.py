@@ -362,6 +362,7 @@ async def test_every_pipeline_answers(
     assert row["error"] is None, row["error"]
     assert row["prediction"] == "Seine" and metrics["em"] == 100.0
     assert row["llm_calls"] == len(chat.seen) and row["prompt_tokens"] == 10 * len(chat.seen)
+    assert row["code"] and metrics["code_versions"] == {row["code"]: 1}
     if pipeline == "no-retrieval":  # nothing to score, rather than a search that failed
         assert row["retrieval_success"] is None and row["gold_recall"] is None
         assert row["retrieved_titles"] == [] and metrics["retrieval_success"] is None

@@ -1,0 +1,35 @@
+"""``code_version``: the commit an eval row was made with, read from a real git checkout."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from evals.provenance import code_version
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_commit_and_whether_tracked_files_changed(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git(tmp_path, "add", "a.py")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    commit = git(tmp_path, "rev-parse", "--short=7", "HEAD")
+    assert code_version(tmp_path) == commit
+    (tmp_path / "notes.txt").write_text("untracked files are not the code\n")
+    code_version.cache_clear()
+    assert code_version(tmp_path) == commit
+    (tmp_path / "a.py").write_text("x = 2\n")
+    code_version.cache_clear()
+    assert code_version(tmp_path) == f"{commit}+dirty"
+
+
+def test_outside_a_checkout_the_package_version(tmp_path: Path) -> None:
+    code_version.cache_clear()
+    assert code_version(tmp_path).startswith("hoptree ")
