@@ -40,7 +40,7 @@ from searchers.searcher import (
 )
 from searchers.structured_calls import ask
 from searchers.verification import VerificationRule, judge_attempt
-from tree.repetition import drop_repeated_sentences
+from tree.repetition import drop_repetition
 
 MAX_PSEUDO_DOC_CHARS = 1500
 
@@ -120,7 +120,7 @@ async def write(state: DenseState, runtime: Runtime[DenseRun]) -> Command[Litera
             return Command(goto="finish", update={"stopped": exc.reason})
         return Command(goto="probe", update={"pseudo": None, "stopped": exc.reason})
     passage = reply.value.passage if reply.value else ""
-    text = drop_repeated_sentences(" ".join(passage.split()), cut=reply.cut)[:MAX_PSEUDO_DOC_CHARS]
+    text = drop_repetition(" ".join(passage.split()), cut=reply.cut)[:MAX_PSEUDO_DOC_CHARS]
     if not text:
         # no pseudo-document: search with the query alone rather than not at all
         update = {"pseudo": None, "written": written, "error": reply.error or "empty passage"}

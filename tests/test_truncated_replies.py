@@ -22,7 +22,7 @@ from searchers.searcher import BudgetMeter, SearchBudget
 from searchers.structured_calls import ask, capped, truncated_text
 from searchers.truncated_json import salvage
 from tests.scripted_chat import ScriptedChatModel
-from tree.repetition import drop_repeated_sentences
+from tree.repetition import drop_repetition
 from tree.summarize import Summarizer, clean_summary
 
 
@@ -94,10 +94,27 @@ def test_salvage_tries_a_bounded_number_of_cuts() -> None:
 
 def test_repeated_sentences_are_dropped_and_a_cut_tail_with_them() -> None:
     looping = "Paris is in France. It is big. It is big. It is BIG! It is"
-    assert drop_repeated_sentences(looping) == "Paris is in France. It is big. It is"
-    assert drop_repeated_sentences(looping, cut=True) == "Paris is in France. It is big."
-    assert drop_repeated_sentences("A lone fragment", cut=True) == "A lone fragment"
-    assert drop_repeated_sentences("") == ""
+    assert drop_repetition(looping) == "Paris is in France. It is big. It is"
+    assert drop_repetition(looping, cut=True) == "Paris is in France. It is big."
+    assert drop_repetition("A lone fragment", cut=True) == "A lone fragment"
+    assert drop_repetition("") == ""
+
+
+def test_a_phrase_loop_inside_one_sentence_is_cut_where_it_starts_again() -> None:
+    loop = "Confederate sympathizers' inability to deface the names, "
+    text = "The memorial lists the dead. It survived because of the " + loop * 5 + loop[:20]
+    assert drop_repetition(text) == "The memorial lists the dead."
+    alone = "because of the " + loop * 4
+    assert drop_repetition(alone) == "because of the " + loop.strip()  # all there is: kept
+    # a phrase said twice is style, and one said thrice with other words between is a list
+    twice = "He won the award for best actor. In 1990 he won the award for best actor again."
+    assert drop_repetition(twice) == twice
+    albums = (
+        "Old is the seventh full-length album released by Starflyer 59. Fashion Focus is the "
+        "fourth full-length album released by Starflyer 59. Portuguese Blues is the eighth "
+        "full-length album released by Starflyer 59."
+    )
+    assert drop_repetition(albums) == albums
 
 
 def test_a_summary_cut_at_the_limit_loses_its_loop_and_its_unfinished_sentence() -> None:

@@ -28,7 +28,7 @@ from langchain_core.messages import BaseMessage
 
 import prompts
 from searchers.structured_calls import capped
-from tree.repetition import drop_repeated_sentences
+from tree.repetition import drop_repetition
 from tree.tokens import TokenCounter, approx_token_count, truncate_to_tokens
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def clean_summary(raw: str, max_words: int, *, cut: bool = False) -> tuple[str, 
     text = _SPACE.sub(" ", _PREAMBLE.sub("", raw.strip(), count=1)).strip()
     if not text or not any(ch.isalnum() for ch in text):
         raise BadSummaryError(f"empty or non-text reply: {raw[:80]!r}")
-    text = drop_repeated_sentences(text, cut=cut)
+    text = drop_repetition(text, cut=cut)
     words = text.split(" ")
     limit = 2 * max_words
     if len(words) <= limit:
