@@ -117,6 +117,15 @@ def test_a_phrase_loop_inside_one_sentence_is_cut_where_it_starts_again() -> Non
     assert drop_repetition(albums) == albums
 
 
+def test_the_loop_scan_stops_at_its_bound() -> None:
+    from tree.repetition import LOOP_SCAN_WORDS
+
+    filler = " ".join(f"w{i}" for i in range(LOOP_SCAN_WORDS))
+    loop = "the same phrase again, " * 4
+    assert drop_repetition(filler + " " + loop) == filler + " " + loop.strip()  # past the bound
+    assert drop_repetition(loop + filler) == "the same phrase again,"  # inside it: cut
+
+
 def test_a_summary_cut_at_the_limit_loses_its_loop_and_its_unfinished_sentence() -> None:
     raw = "Summary: The band formed in Boston. The band formed in Boston. Its first gig was in"
     text, clipped = clean_summary(raw, max_words=100, cut=True)

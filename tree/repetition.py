@@ -18,6 +18,7 @@ _NOT_WORD = re.compile(r"[\W_]+")
 _SENTENCE_END = ".!?…\"'”’)]"
 MIN_LOOP_WORDS = 3  # a phrase this long or longer, said this many times in a row, is a loop
 LOOP_TIMES = 3
+LOOP_SCAN_WORDS = 1500  # model replies here are under 512 tokens; a loop is looked for this far
 
 
 def _form(sentence: str) -> str:
@@ -31,7 +32,7 @@ def _cut_phrase_loop(text: str) -> tuple[str, bool]:
     misses it; and only back-to-back copies count, because a summary of similar passages
     legitimately says "full-length album released by Starflyer 59" three times."""
     words = text.split()
-    folded = [w.lower() for w in words]
+    folded = [w.lower() for w in words[:LOOP_SCAN_WORDS]]  # the scan is quadratic: bound it
     n = len(folded)
     for start in range(n):
         for period in range(MIN_LOOP_WORDS, (n - start) // LOOP_TIMES + 1):
