@@ -22,38 +22,25 @@ _SENTENCE_ENDS = ".!?"
 _CLOSERS = {"{": "}", "[": "]"}
 
 
-def _closure(prefix: str) -> str | None:
-    """What closes ``prefix`` into a JSON document, or None where no closure could parse
-    (inside an escape, or right after a key, a colon or a comma)."""
+def _cut_points(text: str) -> list[tuple[int, str | None]]:
+    """Ends worth closing at, best first, each with what closes the text there into a JSON
+    document (None where nothing could: no open bracket, or after a stray closer). One pass
+    reads both, since the closure at a cut is the scanner's state there.
+
+    If the text stops inside a string: the sentence ends in that string (a passage loses only
+    its unfinished sentence), then the ends of whole strings, objects and arrays (a list loses
+    only its cut item), then the raw end (a passage with no sentence end yet). Otherwise the raw
+    end comes first."""
     stack: list[str] = []
-    in_string = escaped = False
-    for ch in prefix:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in _CLOSERS:
-            stack.append(_CLOSERS[ch])
-        elif ch in "}]" and (not stack or stack.pop() != ch):
+    in_string = escaped = broken = False
+
+    def closing() -> str | None:
+        if broken or not stack:
             return None
-    if escaped or not stack:
-        return None
-    return ('"' if in_string else "") + "".join(reversed(stack))
+        return ('"' if in_string else "") + "".join(reversed(stack))
 
-
-def _cut_points(text: str) -> list[int]:
-    """Ends worth closing at, best first. If the text stops inside a string: the sentence ends
-    in that string (a passage loses only its unfinished sentence), then the ends of whole
-    strings, objects and arrays (a list loses only its cut item), then the raw end (a passage
-    with no sentence end yet). Otherwise the raw end comes first."""
-    whole: list[int] = []
-    open_sentence_ends: list[int] = []
-    in_string = escaped = False
+    whole: list[tuple[int, str | None]] = []
+    open_sentence_ends: list[tuple[int, str | None]] = []
     for i, ch in enumerate(text):
         if in_string:
             if escaped:
@@ -62,16 +49,20 @@ def _cut_points(text: str) -> list[int]:
                 escaped = True
             elif ch == '"':
                 in_string = False
-                whole.append(i + 1)
+                whole.append((i + 1, closing()))
             elif ch in _SENTENCE_ENDS and (i + 1 == len(text) or text[i + 1] == " "):
-                open_sentence_ends.append(i + 1)
+                open_sentence_ends.append((i + 1, closing()))
         elif ch == '"':
             in_string = True
             open_sentence_ends = []  # only the string the text stops in counts
+        elif ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
         elif ch in "}]":
-            whole.append(i + 1)
+            broken = broken or not stack or stack.pop() != ch
+            whole.append((i + 1, closing()))
+    # a dangling backslash escapes nothing: the raw end is before it, in the same string
+    raw_end = (len(text) - 1 if escaped else len(text), closing())
     structure = sorted(whole, reverse=True)
-    raw_end = len(text) - 1 if escaped else len(text)  # a dangling backslash escapes nothing
     if in_string:
         return sorted(open_sentence_ends, reverse=True) + structure + [raw_end]
     return [raw_end, *structure]
@@ -82,13 +73,11 @@ def salvage(text: str, schema: type[T], *, max_cuts: int = MAX_CUTS) -> T | None
     text = text.strip()
     if not text.startswith("{"):
         return None
-    for tried, cut in enumerate(_cut_points(text)):
-        if tried >= max_cuts:
-            break
-        prefix = text[:cut].rstrip().rstrip(",").rstrip()
-        closing = _closure(prefix)
+    for cut, closing in _cut_points(text)[:max_cuts]:
         if closing is None:
             continue
+        # whitespace and commas change no scanner state: the closure at the cut still fits
+        prefix = text[:cut].rstrip().rstrip(",").rstrip()
         try:
             return schema.model_validate(json.loads(prefix + closing))
         except (ValueError, ValidationError):
