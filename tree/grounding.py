@@ -84,6 +84,15 @@ class Grounding:
     terms: int  # terms in all summaries
     unsupported: int  # of which unsupported
 
+    def __add__(self, other: Grounding) -> Grounding:
+        """Counts add up: a tree's grounding is the sum of its layers'."""
+        return Grounding(
+            self.summaries + other.summaries,
+            self.with_unsupported + other.with_unsupported,
+            self.terms + other.terms,
+            self.unsupported + other.unsupported,
+        )
+
     def as_dict(self) -> dict[str, float | int | None]:
         return {
             "summaries": self.summaries,

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tree.grounding import grounding, unsupported_terms
+from tree.grounding import Grounding, grounding, unsupported_terms
 
 FORMAT_NAME = "hoptree-tree"
 FORMAT_VERSION = 1
@@ -458,8 +458,10 @@ def tree_report(tree: Tree) -> dict[str, Any]:
     tokens_of = {n.id: n.tokens for n in tree.nodes}
     text_of = {n.id: n.text for n in tree.nodes}
 
-    def grounded(nodes: list[TreeNode]) -> dict[str, Any]:
-        return grounding([(n.text, [text_of[c] for c in n.children]) for n in nodes]).as_dict()
+    by_layer = {  # each summary checked once; the tree's grounding is the sum of its layers'
+        layer: grounding([(n.text, [text_of[c] for c in n.children]) for n in tree.layer(layer)])
+        for layer in range(1, tree.depth + 1)
+    }
 
     child_tokens = sum(tokens_of[c] for n in summaries for c in n.children)
     summary_tokens = sum(n.tokens for n in summaries)
@@ -473,7 +475,9 @@ def tree_report(tree: Tree) -> dict[str, Any]:
                 "nodes": len(nodes),
                 "mean_children": round(sum(len(n.children) for n in nodes) / len(nodes), 3),
                 "compression": round(sum(n.tokens for n in nodes) / kids, 4) if kids else None,
-                "share_with_unsupported_terms": grounded(nodes)["share_with_unsupported_terms"],
+                "share_with_unsupported_terms": by_layer[layer].as_dict()[
+                    "share_with_unsupported_terms"
+                ],
             }
         )
     usage = [n.metadata.get("usage") or {} for n in summaries]
@@ -495,7 +499,7 @@ def tree_report(tree: Tree) -> dict[str, Any]:
         "summary_tokens": summary_tokens,
         "fallback_summaries": sum(1 for n in summaries if n.metadata.get("fallback")),
         # names and numbers a summary states that its children do not (``tree.grounding``)
-        "grounding": grounded(summaries),
+        "grounding": sum(by_layer.values(), Grounding(0, 0, 0, 0)).as_dict(),
         "per_layer": per_layer,
         "llm_calls": sum(int(u.get("calls", 0)) for u in usage),
         "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in usage),
