@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import socket
-import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from searchers.elasticsearch_backend import (
 from searchers.lucene import parse_lucene, render_query_string
 from searchers.passages import Hit, Passage
 from searchers.retrieval import RetrievalError, Retriever
+from tests.loopback_http import serving
 
 FIXTURES = Path(__file__).parent / "fixtures" / "elasticsearch"
 INDEX = "hoptree-test"
@@ -664,15 +664,8 @@ class _Recorder(BaseHTTPRequestHandler):
 @pytest.fixture
 def http_server() -> Iterator[tuple[str, type[_Recorder]]]:
     handler = type("Handler", (_Recorder,), {"seen": [], "product": "Elasticsearch"})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as base:
+        yield base, handler
 
 
 def test_connect_sends_api_key_and_the_default_timeout_works(

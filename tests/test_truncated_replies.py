@@ -21,6 +21,7 @@ from agent.usage import UsageTracker
 from searchers.searcher import BudgetMeter, SearchBudget
 from searchers.structured_calls import ask, capped, truncated_text
 from searchers.truncated_json import salvage
+from tests.loopback_http import serving
 from tests.scripted_chat import ScriptedChatModel
 from tree.repetition import drop_repetition
 from tree.summarize import Summarizer, clean_summary
@@ -192,15 +193,8 @@ def stub_openai(replies: list[dict]) -> Iterator[tuple[str, list[dict[str, Any]]
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as base:
+        yield f"{base}/v1", requests
 
 
 def stub_chat(url: str, tracker: UsageTracker) -> ChatOpenAI:

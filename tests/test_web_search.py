@@ -40,6 +40,7 @@ from searchers.web_search import (
     url_id,
     web_searcher_from_options,
 )
+from tests.loopback_http import serving
 
 FIXTURES = Path(__file__).parent / "fixtures" / "web"
 QUERY = "Tinted Windows band first gig"
@@ -170,14 +171,9 @@ def provider_server() -> Iterator[ProviderServer]:
     state = ProviderServer()
     server = _Server(("127.0.0.1", 0), _Handler)
     server.state = state
-    state.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(server) as base:
+        state.base = base
+        yield state
 
 
 @pytest.fixture
