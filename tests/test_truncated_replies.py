@@ -13,13 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from agent.usage import UsageTracker
 from searchers.searcher import BudgetMeter, SearchBudget
-from searchers.structured_calls import ask, capped, truncated_text
+from searchers.structured_calls import Reply, ask, capped, truncated_text
 from searchers.truncated_json import salvage
 from tests.loopback_http import serving
 from tests.scripted_chat import ScriptedChatModel
@@ -209,21 +210,19 @@ def stub_chat(url: str, tracker: UsageTracker) -> ChatOpenAI:
     )
 
 
+def ask_once(chat: BaseChatModel, schema: type[BaseModel], step: str, **options: Any) -> Reply:
+    """One ``ask`` with a fresh budget and a one-line prompt, run to completion."""
+    messages = [HumanMessage("q")]
+    return asyncio.run(
+        ask(chat, schema, messages, meter=BudgetMeter(SearchBudget()), step=step, **options)
+    )
+
+
 def test_a_cut_structured_reply_is_salvaged_and_its_call_counted() -> None:
     cut = '{"passage": "Tinted Windows formed in 2009. They played first in Austin. They pl'
     tracker = UsageTracker()
     with stub_openai([completion(cut, "length", prompt=70, output=256)]) as (url, requests):
-        meter = BudgetMeter(SearchBudget())
-        reply = asyncio.run(
-            ask(
-                stub_chat(url, tracker),
-                Passage,
-                [HumanMessage("q")],
-                meter=meter,
-                step="hyde",
-                max_tokens=256,
-            )
-        )
+        reply = ask_once(stub_chat(url, tracker), Passage, "hyde", max_tokens=256)
     assert reply.cut and reply.error is None
     assert reply.value == Passage(
         passage="Tinted Windows formed in 2009. They played first in Austin."
@@ -238,15 +237,7 @@ def test_a_cut_structured_reply_is_salvaged_and_its_call_counted() -> None:
 def test_an_unsalvageable_cut_reply_is_an_error_that_still_counts_its_tokens() -> None:
     tracker = UsageTracker()
     with stub_openai([completion('{"sufficient": tr', "length", output=512)]) as (url, _):
-        reply = asyncio.run(
-            ask(
-                stub_chat(url, tracker),
-                Verdict,
-                [HumanMessage("q")],
-                meter=BudgetMeter(SearchBudget()),
-                step="verify",
-            )
-        )
+        reply = ask_once(stub_chat(url, tracker), Verdict, "verify")
     assert reply.value is None and reply.cut
     assert reply.error is not None and reply.error.startswith("verify: LengthFinishReasonError")
     assert tracker.by_step()["verify"].completion_tokens == 512
@@ -262,9 +253,7 @@ def test_a_failed_call_without_a_reply_counts_as_an_error_only() -> None:
         max_retries=0,
         callbacks=[tracker],
     )
-    reply = asyncio.run(
-        ask(chat, Passage, [HumanMessage("q")], meter=BudgetMeter(SearchBudget()), step="hyde")
-    )
+    reply = ask_once(chat, Passage, "hyde")
     assert reply.value is None and not reply.cut
     usage = tracker.by_step()["hyde"]
     assert (usage.calls, usage.errors, usage.prompt_tokens) == (0, 1, 0)
@@ -288,15 +277,7 @@ def test_a_whole_reply_is_read_as_usual(finish_reason: str) -> None:
     whole = '{"passage": "Tinted Windows formed in 2009."}'
     tracker = UsageTracker()
     with stub_openai([completion(whole, finish_reason)]) as (url, _):
-        reply = asyncio.run(
-            ask(
-                stub_chat(url, tracker),
-                Passage,
-                [HumanMessage("q")],
-                meter=BudgetMeter(SearchBudget()),
-                step="hyde",
-            )
-        )
+        reply = ask_once(stub_chat(url, tracker), Passage, "hyde")
     if finish_reason == "stop":
         assert reply == type(reply)(Passage(passage="Tinted Windows formed in 2009."))
         assert tracker.by_step()["hyde"].errors == 0
