@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +42,20 @@ class BuildJournal:
 
     def _read(self) -> None:
         assert self.path is not None
-        line = ""
-        with open(self.path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    record = json.loads(line)
-                    kind = record["kind"]
-                except (ValueError, KeyError, TypeError):
-                    self.torn_lines += 1
-                    continue
-                self.records_read += 1
-                if kind == "summary":
-                    self.summaries[record["key"]] = record
-                elif kind == "clusters":
-                    self.clusterings[record["key"]] = record["clusters"]
+        last = ""
+        for record, line in _lines(self.path):
+            last = line
+            if record is None:
+                self.torn_lines += 1
+                continue
+            self.records_read += 1
+            if record["kind"] == "summary":
+                self.summaries[record["key"]] = record
+            elif record["kind"] == "clusters":
+                self.clusterings[record["key"]] = record["clusters"]
         if self.torn_lines:
             log.warning("ignored %d unreadable line(s) in %s", self.torn_lines, self.path)
-        self._open_tail = bool(line) and not line.endswith("\n")
+        self._open_tail = bool(last) and not last.endswith("\n")
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.path is None:
@@ -95,20 +93,23 @@ def _identity(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record.get("kind"), record.get("key"))
 
 
-def _records(path: Path) -> list[tuple[tuple[Any, ...], str]]:
-    """The readable records of a journal file, each with the exact line it came from."""
-    if not path.is_file():
-        return []
-    found = []
+def _lines(path: Path) -> Iterator[tuple[dict[str, Any] | None, str]]:
+    """Each line of a journal file with its record, or None where the line is no record (torn
+    by a kill, or not a journal record at all)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             try:
                 record = json.loads(line)
             except ValueError:
-                continue
-            if isinstance(record, dict) and "kind" in record:
-                found.append((_identity(record), line.rstrip("\n")))
-    return found
+                record = None
+            yield (record if isinstance(record, dict) and "kind" in record else None), line
+
+
+def _records(path: Path) -> list[tuple[tuple[Any, ...], str]]:
+    """The readable records of a journal file, each with the exact line it came from."""
+    if not path.is_file():
+        return []
+    return [(_identity(r), line.rstrip("\n")) for r, line in _lines(path) if r is not None]
 
 
 def merge_journal(source: Path, target: Path) -> int:
