@@ -240,6 +240,14 @@ def _code_cell(metrics: dict[str, Any]) -> str:
     return text + (f", not recorded ({missing})" if missing > 0 else "")
 
 
+def _over(metrics: dict[str, Any], key: str, what: str) -> str:
+    """How many questions a retrieval score averages over; a pipeline that retrieves nothing
+    has no such score, and "over 0 questions" would read like a failed run."""
+    if metrics.get(key) is None and not metrics.get(f"{key}_n"):
+        return " (the pipeline retrieves nothing)"
+    return f" (over {metrics.get(f'{key}_n', 0)} {what})"
+
+
 def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) -> str:
     name = Path(str(metrics.get("dataset", ""))).name
     lines = [
@@ -263,11 +271,11 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
     for key, label in SCORE_LABELS.items():
         note = ""
         if key == "retrieval_success":
-            note = f" (over {metrics.get('retrieval_success_n', 0)} questions with a span answer)"
+            note = _over(metrics, "retrieval_success", "questions with a span answer")
         lines.append(f"| {label} | {_fmt(metrics.get(key))}{note} |")
     lines.append(
-        f"| Gold-paragraph recall | {_fmt(metrics.get('gold_recall'))} "
-        f"(over {metrics.get('gold_recall_n', 0)} questions) |"
+        f"| Gold-paragraph recall | {_fmt(metrics.get('gold_recall'))}"
+        f"{_over(metrics, 'gold_recall', 'questions')} |"
     )
     lines += ["", "| cost per question | mean | median |", "|---|---|---|"]
     for label, key in (

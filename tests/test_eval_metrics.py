@@ -160,6 +160,20 @@ def test_cost_is_reported_as_mean_and_median() -> None:
     assert "| LLM calls | 21.50 | 13.00 |" in report_markdown(metrics, plot_name=None)
 
 
+def test_a_pipeline_without_retrieval_reports_no_retrieval_scores() -> None:
+    """`no-retrieval` has no context: its report says so rather than "n/a over 0 questions"."""
+    from evals.report import aggregate, report_markdown
+
+    blind = {"em": 0.0, "f1": 0.5, "acc": 0.0, "retrieval_success": None, "gold_recall": None}
+    report = report_markdown(aggregate([blind, blind]), plot_name=None)
+    assert "| Retrieval success | n/a (the pipeline retrieves nothing) |" in report
+    assert "| Gold-paragraph recall | n/a (the pipeline retrieves nothing) |" in report
+    seen = {**blind, "retrieval_success": 1.0, "gold_recall": 0.5}
+    report = report_markdown(aggregate([seen, {**seen, "retrieval_success": None}]), plot_name=None)
+    assert "| Retrieval success | 100.00 (over 1 questions with a span answer) |" in report
+    assert "| Gold-paragraph recall | 50.00 (over 2 questions) |" in report
+
+
 def test_cache_hits_are_reported_over_the_rows_that_recorded_them() -> None:
     """A run that reuses another's calls spends few tokens; the report says what it would spend
     alone, and rows from before the field existed count as unknown, not as no hits."""
