@@ -140,18 +140,32 @@ def shown_text(hit: Hit | Mapping[str, Any], chars: int, query: str | None = Non
     return line.removeprefix("[1] ")
 
 
+class SpentError(Exception):
+    """A question that failed after its model calls were made. A failed row that counted no
+    calls would make a pipeline that fails late look cheap, so the failure carries them."""
+
+    def __init__(self, cause: Exception, usage: StepUsage) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.usage = usage
+
+
 async def with_usage(body: Callable[[], Awaitable[T]]) -> tuple[T, StepUsage]:
     """Run ``body`` with its own usage tracker: langchain hands a parent run's callbacks down to
     every model call made inside it (threads included), so concurrent questions never mix
-    their counts, which one tracker on the shared model could not tell apart."""
+    their counts, which one tracker on the shared model could not tell apart. If ``body``
+    raises, the error leaves as a ``SpentError`` with what was spent until then."""
     tracker = UsageTracker()
 
     async def call(_: Any) -> T:
         return await body()
 
-    result = await RunnableLambda(call).ainvoke(
-        None, config={"callbacks": [tracker], "run_name": "hoptree_eval"}
-    )
+    try:
+        result = await RunnableLambda(call).ainvoke(
+            None, config={"callbacks": [tracker], "run_name": "hoptree_eval"}
+        )
+    except Exception as exc:
+        raise SpentError(exc, tracker.total()) from exc
     return result, tracker.total()
 
 
@@ -345,7 +359,8 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
         agent = _cached(
             corpus, f"planner:{','.join(searchers)}:{sorted(switches.items())}", make_agent
         )
-        result = await agent.ask(q.question)
+        # the agent counts its own calls; the tracker is for a question that raises midway
+        result, _ = await with_usage(lambda: agent.ask(q.question))
         contexts, titles = planner_context(result, planner)
         return PipelineOutput(
             prediction=" ".join(result.short_answer.split()),

@@ -41,6 +41,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from agent.usage import StepUsage
 from evals.corpora import (
     Corpus,
     CorpusSetupError,
@@ -52,7 +53,14 @@ from evals.corpora import (
 )
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import answer_scores, gold_recall, retrieval_success
-from evals.pipelines import EvalContext, PipelineError, PipelineOutput, PipelineSpec, get_pipeline
+from evals.pipelines import (
+    EvalContext,
+    PipelineError,
+    PipelineOutput,
+    PipelineSpec,
+    SpentError,
+    get_pipeline,
+)
 from evals.provenance import code_version
 from evals.report import (
     DETAILS_FILE,
@@ -304,9 +312,15 @@ def _first_leaf(error: BaseException) -> BaseException:
     return error
 
 
-def _failed(exc: BaseException, started: float) -> PipelineOutput:
+def _failed(exc: BaseException, started: float, spent: StepUsage | None = None) -> PipelineOutput:
+    spent = spent or StepUsage()
     return PipelineOutput(
         prediction="",
+        llm_calls=spent.calls + spent.errors,
+        prompt_tokens=spent.prompt_tokens,
+        completion_tokens=spent.completion_tokens,
+        llm_cache_hits=spent.cache_hits,
+        cache_hit_prompt_tokens=spent.cache_hit_prompt_tokens,
         seconds=time.monotonic() - started,
         error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}",
     )
@@ -410,13 +424,18 @@ async def run_eval(
             async def one(question: EvalQuestion) -> None:
                 async with semaphore:
                     started = time.monotonic()
+                    spent: StepUsage | None = None
                     try:
-                        output = await answer(question)
+                        try:
+                            output = await answer(question)
+                        except SpentError as failure:
+                            spent = failure.usage
+                            raise failure.cause from None
                     except SETUP_ERRORS:
                         raise  # wrong for every question alike: stop the run
                     except Exception as exc:  # this question failed; the run goes on
                         log.warning("question %s failed: %s", question.id, exc)
-                        output = _failed(exc, started)
+                        output = _failed(exc, started, spent)
                     row = score(question, output, retrieves=bool(spec.needs))
                     append_row(handle, row)
                     finished[question.id] = row

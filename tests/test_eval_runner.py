@@ -434,6 +434,28 @@ async def test_a_failing_question_is_a_scored_row_and_the_run_goes_on(
     assert "Failed questions" in (out / "report.md").read_text()
 
 
+async def test_a_planner_question_that_fails_late_still_counts_its_calls(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """The planner's answer step is its last call: a question that fails there has spent
+    every call a finished question spends, and its row says so instead of 0."""
+    ok = await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "ok", limit=1),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    failing = scripted_chat(fail={"answer"})
+    out = tmp_path / "failed"
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
+        context(eval_settings, failing, embeddings),
+    )
+    assert metrics["errors"] == 1
+    [row] = rows(out)
+    assert "answer" in row["error"] and row["prediction"] == ""
+    assert row["llm_calls"] == len(failing.seen) >= ok["llm_calls_per_question"] > 1
+    assert row["prompt_tokens"] > 0
+
+
 async def test_concurrent_questions_keep_their_own_counts(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
