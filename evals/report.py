@@ -187,6 +187,19 @@ def _cache_lines(metrics: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- one run
 
 
+def run_colors(count: int) -> list[tuple[float, ...]]:
+    """One distinct colour per run. Matplotlib's default cycle has ten, and the whole suite on
+    one file is eleven runs, so the last bar took the first one's colour."""
+    from matplotlib import colormaps
+
+    if count <= 10:
+        return [tuple(c) for c in colormaps["tab10"].colors[:count]]
+    if count <= 20:
+        return [tuple(c) for c in colormaps["tab20"].colors[:count]]
+    turbo = colormaps["turbo"]
+    return [tuple(turbo(i / (count - 1))) for i in range(count)]
+
+
 def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str) -> Path:
     """Grouped bars: one group per score, one bar per run (a single run is one bar each)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -197,10 +210,12 @@ def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: s
     figure = Figure(figsize=(max(6.0, 1.2 * len(keys) * max(1, len(runs)) ** 0.5 + 3), 4.2))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for index, (label, metrics) in enumerate(runs):
+    for index, ((label, metrics), color) in enumerate(
+        zip(runs, run_colors(len(runs)), strict=True)
+    ):
         values = [metrics.get(key) or 0.0 for key in keys]
         offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(keys))]
-        bars = axes.bar(offsets, values, width, label=label)
+        bars = axes.bar(offsets, values, width, label=label, color=color)
         axes.bar_label(bars, labels=[_fmt(metrics.get(k), 1) for k in keys], fontsize=7)
     axes.set_xticks(range(len(keys)), [SCORE_LABELS[k] for k in keys])
     axes.set_ylim(0, 108)

@@ -269,3 +269,11 @@ def test_rows_say_which_code_made_them_and_a_comparison_says_when_it_differs() -
     mixed = aggregate([{**base, "code": "fd30e3b"}, {**base, "code": "4cdfc3f"}])
     table = comparison_markdown([(Path("a"), {**mixed, "pipeline": "full"})])
     assert "rows of one run come from several commits: full (4cdfc3f, fd30e3b)" in table
+
+
+@pytest.mark.parametrize("count", [1, 10, 11, 20, 21, 40])
+def test_every_run_in_a_comparison_plot_gets_its_own_colour(count: int) -> None:
+    from evals.report import run_colors
+
+    colors = run_colors(count)
+    assert len(colors) == count and len(set(colors)) == count
