@@ -169,7 +169,10 @@ async def with_usage(body: Callable[[], Awaitable[T]]) -> tuple[T, StepUsage]:
     return result, tracker.total()
 
 
-def _output(prediction: str, usage: StepUsage, started: float, **fields: Any) -> PipelineOutput:
+def usage_output(
+    prediction: str, usage: StepUsage, started: float, **fields: Any
+) -> PipelineOutput:
+    """A question's output with what its calls cost; a failed question's too (the runner)."""
     return PipelineOutput(
         prediction=prediction,
         llm_calls=usage.calls + usage.errors,
@@ -236,7 +239,7 @@ async def _no_retrieval(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> Pi
         return " ".join(answer.split()), None
 
     (answer, error), usage = await with_usage(body)
-    return _output(answer, usage, started, error=error)
+    return usage_output(answer, usage, started, error=error)
 
 
 def _retriever(ctx: EvalContext, corpus: Corpus, kind: str) -> Retriever:
@@ -264,7 +267,7 @@ def _vanilla(kind: str) -> PipelineRun:
             return await read_passages(ctx, q.question, hits)
 
         (answer, contexts, error), usage = await with_usage(body)
-        return _output(
+        return usage_output(
             answer,
             usage,
             started,
@@ -291,7 +294,7 @@ def _single_searcher(name: str) -> PipelineRun:
             return hits, result.error, await read_passages(ctx, q.question, hits)
 
         (hits, search_error, (answer, contexts, error)), usage = await with_usage(body)
-        return _output(
+        return usage_output(
             answer,
             usage,
             started,

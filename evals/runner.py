@@ -60,6 +60,7 @@ from evals.pipelines import (
     PipelineSpec,
     SpentError,
     get_pipeline,
+    usage_output,
 )
 from evals.provenance import code_version
 from evals.report import (
@@ -313,17 +314,8 @@ def _first_leaf(error: BaseException) -> BaseException:
 
 
 def _failed(exc: BaseException, started: float, spent: StepUsage | None = None) -> PipelineOutput:
-    spent = spent or StepUsage()
-    return PipelineOutput(
-        prediction="",
-        llm_calls=spent.calls + spent.errors,
-        prompt_tokens=spent.prompt_tokens,
-        completion_tokens=spent.completion_tokens,
-        llm_cache_hits=spent.cache_hits,
-        cache_hit_prompt_tokens=spent.cache_hit_prompt_tokens,
-        seconds=time.monotonic() - started,
-        error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}",
-    )
+    error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+    return usage_output("", spent or StepUsage(), started, error=error)
 
 
 async def _prepare_open(
