@@ -65,8 +65,12 @@ def plan_tree(result: AskResult) -> Tree:
                 branch.add(f"{attempt['operation']}: {_short(attempt['query'], 90)} {ok}{best}")
             if len(search["attempts"]) > 12:
                 branch.add(f"[dim]... {len(search['attempts']) - 12} more[/dim]")
-        how = " [dim](searchers agreed; no summary call)[/dim]" if sub.summary_skipped else ""
-        node.add(f"summary: {_short(sub.summary, 200)}{how}")
+        if sub.answered:
+            node.add(f"finding: {_short(sub.summary, 200)}")
+        elif sub.proposed:
+            node.add(f"finding: [red]unsupported[/red] {_short(sub.proposed, 200)}")
+        else:
+            node.add("finding: [dim]not found[/dim]")
     for rnd, verdict in sorted(verdicts.items()):
         if rnd in rounds:
             ok = "[green]sufficient[/green]" if verdict["sufficient"] else "[red]insufficient[/red]"
@@ -109,11 +113,17 @@ def _progress_line(event: TraceEvent) -> str | None:
         ok = "verified" if d["sufficient"] else "unverified"
         return f"  {d['searcher']} searched {d['query']!r}: {ok} ({d['ms'] / 1000:.0f}s)"
     if event.kind == "summarize":
-        return f"  {d['id']}: {d['summary'][:100]}"
+        found = d["summary"] or (f"unsupported: {d['proposed']}" if d.get("proposed") else "")
+        return f"  {d['id']}: {found[:100] or 'not found'}"
     if event.kind == "verify":
         return f"round {event.round}: {'sufficient' if d['sufficient'] else 'insufficient'}"
     if event.kind == "supplement":
-        return "follow-up queries: " + ("; ".join(q["query"] for q in d["sub_queries"]) or "none")
+        what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
+        return f"{what}: " + ("; ".join(q["query"] for q in d["sub_queries"]) or "none")
+    if event.kind == "answer":
+        check = d.get("check") or {}
+        if check.get("dropped"):
+            return f"citation check dropped {check['dropped']} ungrounded sentence(s)"
     return None
 
 

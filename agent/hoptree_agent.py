@@ -191,6 +191,10 @@ class HoptreeAgent:
                     summary_sources=list(summary.get("sources", [])),
                     answered=bool(summary.get("answered")),
                     summary_skipped=bool(summary.get("skipped")),
+                    proposed=summary.get("proposed", ""),
+                    needs=list(sub.get("needs", [])),
+                    replaces=sub.get("replaces"),
+                    superseded_by=summary.get("superseded_by"),
                 )
             )
         return AskResult(
@@ -212,6 +216,7 @@ class HoptreeAgent:
             llm_cache_hits=total.cache_hits,
             cache_hit_prompt_tokens=total.cache_hit_prompt_tokens,
             cache_hit_completion_tokens=total.cache_hit_completion_tokens,
+            citation_check=dict(state.get("citation_check") or {}),
         )
 
 
@@ -223,7 +228,9 @@ def planner_search_context(settings: Settings, context: SearcherContext) -> Sear
     options.setdefault("sparse", {}).update(
         max_depth=cfg.search_max_depth, max_refinements=cfg.search_max_refinements
     )
-    options.setdefault("dense", {}).update(max_rewrites=cfg.search_max_rewrites)
+    options.setdefault("dense", {}).update(
+        max_rewrites=cfg.search_max_rewrites, original_first=True
+    )
     budget = replace(context.budget, max_llm_calls=cfg.search_max_llm_calls)
     return replace(context, options=options, budget=budget)
 

@@ -419,6 +419,7 @@ def hoptree_extra(result: AskResult) -> dict[str, Any]:
         "llm_calls": result.llm_calls,
         "thread_id": result.thread_id,
         "errors": result.errors,
+        "citation_check": result.citation_check,
     }
 
 
@@ -452,6 +453,7 @@ def result_from_json(data: dict[str, Any]) -> AskResult:
         seconds=float(data.get("seconds", 0.0)),
         thread_id=data.get("thread_id"),
         errors=list(data.get("errors", [])),
+        citation_check=dict(data.get("citation_check") or {}),
     )
 
 

@@ -37,11 +37,13 @@ def append_or_reset(left: list[Any] | None, right: list[Any] | None) -> list[Any
 
 
 class SubQuery(TypedDict):
-    id: str  # "q1", "q2", ... in the order asked
-    query: str
-    round: int
+    id: str  # "q1", "q2", ... in the order planned
+    query: str  # as searched: a dependent query has its #n filled in once it is sent
+    round: int  # the round it was searched in; 0 while it waits for the answers it needs
     origin: str  # "decompose" | "supplement"
     key: str  # normalized form, for "never ask the same thing twice"
+    needs: list[str]  # ids of earlier queries whose answers it uses ("birth year of #1")
+    replaces: str | None  # the unanswered query this follow-up asks again
 
 
 class PlannerState(TypedDict, total=False):
@@ -51,10 +53,11 @@ class PlannerState(TypedDict, total=False):
     round: int
     sub_queries: Annotated[dict[str, SubQuery], merge_keyed]
     pending: list[str]  # sub-query ids searched in the current round
+    waiting: list[str]  # planned sub-query ids not yet searched: they need an earlier answer
     searches: Annotated[dict[str, dict[str, Any]], merge_keyed]  # "q1|sparse" -> result json
     fused: Annotated[dict[str, list[str]], merge_keyed]  # sub-query id -> passage ids, best first
     passages: Annotated[dict[str, dict[str, Any]], merge_keyed]  # passage id -> hit json
-    summaries: Annotated[dict[str, dict[str, Any]], merge_keyed]  # sub-query id -> summary
+    summaries: Annotated[dict[str, dict[str, Any]], merge_keyed]  # sub-query id -> finding
     verdicts: list[dict[str, Any]]
     errors: Annotated[list[str], append_or_reset]
     stopped: str
@@ -62,6 +65,7 @@ class PlannerState(TypedDict, total=False):
     answer: str
     citations: list[dict[str, Any]]
     sources: list[dict[str, Any]]
+    citation_check: dict[str, Any]  # how many sentences of the cited answer were kept/dropped
 
 
 class SearchTask(TypedDict):
@@ -81,6 +85,7 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "round": 0,
         "sub_queries": None,  # type: ignore[typeddict-item]
         "pending": [],
+        "waiting": [],
         "searches": None,  # type: ignore[typeddict-item]
         "fused": None,  # type: ignore[typeddict-item]
         "passages": None,  # type: ignore[typeddict-item]
@@ -92,6 +97,7 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "answer": "",
         "citations": [],
         "sources": [],
+        "citation_check": {},
     }
 
 
@@ -124,12 +130,13 @@ class PlannerRun:
     events: list[TraceEvent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # One meter for the whole question: planner calls are charged on it directly and each
-        # finished search adds the calls its searcher made, so max_llm_calls bounds them all.
+        # One meter for the whole question: planner calls are charged on it directly and every
+        # searcher call is charged on it before it is made (``outer_budget``), so
+        # max_llm_calls is a hard cap. One call stays reserved for the answer step.
         if self.meter is None:
             self.meter = BudgetMeter(
                 SearchBudget(
-                    max_llm_calls=self.budgets.max_llm_calls,
+                    max_llm_calls=max(0, self.budgets.max_llm_calls - 1),
                     deadline_s=self.deadline_s,
                     llm_timeout_s=self.llm_timeout_s,
                 )

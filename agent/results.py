@@ -15,9 +15,9 @@ EventKind = Literal[
     "started",  # the question was accepted
     "decompose",  # atomic queries planned
     "search",  # one searcher finished one atomic query (its refinements included)
-    "summarize",  # one atomic query answered from its fused passages
-    "verify",  # the summaries were judged
-    "supplement",  # follow-up atomic queries planned
+    "summarize",  # one atomic query's finding: the answer span copied from its passages
+    "verify",  # the findings were judged: stop, send waiting queries, or ask follow-ups
+    "supplement",  # atomic queries sent in a new round (next hops or follow-ups)
     "answer",  # the final answer was written
     "error",  # something failed; the run may go on degraded
     "result",  # the final result (streams end with it)
@@ -68,10 +68,14 @@ class SubQueryReport:
     origin: Literal["decompose", "supplement"]
     searches: list[dict[str, Any]] = field(default_factory=list)  # SearchResult.to_json()
     passage_ids: list[str] = field(default_factory=list)  # fused, deduplicated
-    summary: str = ""
-    summary_sources: list[str] = field(default_factory=list)  # passage ids the summary used
-    answered: bool = False
-    summary_skipped: bool = False  # the searchers agreed on a grounded answer: no LLM call
+    summary: str = ""  # the finding: an answer span its passages hold ("" when unsupported)
+    summary_sources: list[str] = field(default_factory=list)  # passage ids that hold it
+    answered: bool = False  # the finding is supported by its passages
+    summary_skipped: bool = False  # no findings call read it (no passages, ablation, budget)
+    proposed: str = ""  # what the model wrote, supported or not
+    needs: list[str] = field(default_factory=list)  # queries whose answers it was filled with
+    replaces: str | None = None  # the open query this follow-up asked again
+    superseded_by: str | None = None  # a later query's supported finding replaced this one
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +104,9 @@ class AskResult:
     llm_cache_hits: int = 0
     cache_hit_prompt_tokens: int = 0
     cache_hit_completion_tokens: int = 0
+    # the lexical check of the cited answer: sentences kept, re-cited, dropped; whether the
+    # short answer is a span of the passages shown
+    citation_check: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -120,6 +127,7 @@ class AskResult:
             "thread_id": self.thread_id,
             "errors": self.errors,
             "sources": self.sources,
+            "citation_check": self.citation_check,
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]

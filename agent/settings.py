@@ -95,7 +95,9 @@ class BudgetSettings(BaseModel):
 
     max_rounds: int = Field(3, ge=1, le=20, description="verify/supplement rounds")
     max_sub_queries: int = Field(8, ge=1, le=64)
-    max_llm_calls: int = Field(80, ge=1, le=10000)
+    max_llm_calls: int = Field(
+        12, ge=1, le=10000, description="hard cap, searchers' calls and the answer included"
+    )
     deadline_s: float = Field(900.0, gt=0)
     searcher_max_llm_calls: int = Field(30, ge=1, le=1000)
     searcher_deadline_s: float = Field(300.0, gt=0)
@@ -127,19 +129,21 @@ class PlannerSettings(BaseModel):
         description="registered searcher names; each becomes a node of the graph",
     )
     k: int = Field(10, ge=1, le=100, description="hits asked of each searcher")
-    summary_passages: int = Field(4, ge=1, le=20, description="fused passages per summary")
-    passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
-    answer_sources: int = Field(6, ge=1, le=30, description="sources shown to the answer step")
-    skip_agreed_summaries: bool = Field(
-        True, description="no summary call when searchers agree on a grounded answer"
+    summary_passages: int = Field(
+        3, ge=1, le=20, description="fused passages per atomic query shown to the findings call"
     )
-    # Inside the planner each search is lighter than a stand-alone `hoptree search`: the
-    # planner's verify/supplement rounds are the outer refinement loop, and nesting the full
+    passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
+    answer_sources: int = Field(
+        5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
+    )
+    # Inside the planner each search is lighter than a stand-alone `hoptree search`: it tries
+    # the atomic query as written first and spends a call only when that fails the coverage
+    # check; the planner's rounds are the outer refinement loop, and nesting the full
     # 27-refinement BFS under every atomic query multiplies the cost on a local model.
     search_max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
-    search_max_refinements: int = Field(3, ge=0, le=500)
-    search_max_rewrites: int = Field(2, ge=1, le=20, description="HyDE passages per search")
-    search_max_llm_calls: int = Field(8, ge=1, le=1000, description="per search")
+    search_max_refinements: int = Field(1, ge=0, le=500)
+    search_max_rewrites: int = Field(1, ge=1, le=20, description="HyDE passages per search")
+    search_max_llm_calls: int = Field(1, ge=1, le=1000, description="per search")
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")

@@ -390,9 +390,20 @@ def planner_record(result: AskResult) -> dict[str, Any]:
         "rounds": max((q.round for q in result.sub_queries), default=0),
         "stopped": result.stopped,
         "sub_queries": [
-            {"query": q.query, "origin": q.origin, "round": q.round, "answered": q.answered}
+            {
+                "query": q.query,
+                "origin": q.origin,
+                "round": q.round,
+                "answered": q.answered,
+                "finding": q.summary,
+                "proposed": q.proposed,
+                "needs": q.needs,
+                "replaces": q.replaces,
+            }
             for q in result.sub_queries
         ],
+        "sources": [s["title"] for s in result.sources],
+        "citation_check": result.citation_check,
     }
 
 

@@ -1,5 +1,7 @@
 """LevelRAG's dense searcher as a LangGraph subgraph: HyDE with feedback.
 
+    start -(original_first)-> probe(the query alone) --(insufficient)--> write
+      \\----------------------------------------------------------------> write
     write -> probe --(sufficient / rewrites used up / budget)--> finish
                ^        |
                \\--------/ (insufficient: write a new pseudo-document from what came back)
@@ -59,6 +61,10 @@ class VectorRetriever(Protocol):
 class DenseSearcherConfig:
     k: int = 10
     max_rewrites: int = 3  # pseudo-documents written at most
+    # Probe the query alone before writing any pseudo-document. HyDE is for queries whose words
+    # miss the passage; an atomic query that already verifies needs no LLM call (the planner
+    # turns this on: most of its atomic queries pass the coverage check as written).
+    original_first: bool = False
     verify_top: int = 5
     feedback_top: int = 3
     passage_chars: int = 300
@@ -94,6 +100,15 @@ def _vector(embeddings: Embeddings, query: str, pseudo: str | None) -> np.ndarra
     mean = vectors.mean(axis=0)
     norm = float(np.linalg.norm(mean))
     return mean / norm if norm > 0 else mean
+
+
+async def start(
+    state: DenseState, runtime: Runtime[DenseRun]
+) -> Command[Literal["probe", "write"]]:
+    """The query alone first (when configured), else straight to the pseudo-document."""
+    if runtime.context.config.original_first:
+        return Command(goto="probe", update={"pseudo": None})
+    return Command(goto="write")
 
 
 async def write(state: DenseState, runtime: Runtime[DenseRun]) -> Command[Literal["probe"]]:
@@ -162,10 +177,11 @@ async def probe(
 
 def build_dense_graph():
     graph = StateGraph(DenseState, context_schema=DenseRun)
+    graph.add_node("start", start)
     graph.add_node("write", write)
     graph.add_node("probe", probe)
     graph.add_node("finish", finish_refinement)
-    graph.add_edge(START, "write")
+    graph.add_edge(START, "start")
     graph.add_edge("finish", END)
     return graph.compile(name="dense_searcher", checkpointer=False)  # never the planner's
 
@@ -196,5 +212,5 @@ class DenseSearcher:
         config = self.config if k is None else replace(self.config, k=k)
         meter = BudgetMeter(self.budget)
         run = DenseRun(self.chat, self.embeddings, self.retriever, config, meter)
-        limit = 4 * (config.max_rewrites + 1) + 10  # write + probe per rewrite, with headroom
+        limit = 4 * (config.max_rewrites + 2) + 10  # write + probe per rewrite, with headroom
         return await run_refinement(self.name, query, self.graph, run, meter, recursion_limit=limit)

@@ -8,8 +8,10 @@ back, and why the searcher stopped.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -40,7 +42,12 @@ class SearchBudget:
 
 
 class BudgetMeter:
-    """Counts LLM calls and watches the deadline; ``charge`` before each call, never after."""
+    """Counts LLM calls and watches the deadline; ``charge`` before each call, never after.
+
+    A meter charged inside ``outer_budget(other)`` also charges ``other`` first: that is how
+    the planner's ``max_llm_calls`` becomes a hard cap over its searchers' calls too, checked
+    before each of them rather than added up after a search returns.
+    """
 
     def __init__(self, budget: SearchBudget) -> None:
         self.budget = budget
@@ -62,9 +69,42 @@ class BudgetMeter:
 
     def charge(self) -> float:
         """Reserve one LLM call; returns the timeout that call may use."""
+        scope = _OUTER.get()
+        outer = scope.meter if scope is not None and scope.meter is not self else None
+        if outer is not None:
+            outer.check()
         self.check()
         self.llm_calls += 1
-        return min(self.budget.llm_timeout_s, max(self.remaining_s(), 0.001))
+        timeout = min(self.budget.llm_timeout_s, max(self.remaining_s(), 0.001))
+        if outer is not None and scope is not None:
+            outer.llm_calls += 1
+            scope.charged += 1
+            timeout = min(timeout, max(outer.remaining_s(), 0.001))
+        return timeout
+
+
+@dataclass
+class OuterScope:
+    """The enclosing meter of the calls made inside one ``outer_budget`` block, and how many of
+    them it was charged for (so a caller can add calls a plugin counted some other way)."""
+
+    meter: BudgetMeter
+    charged: int = 0
+
+
+_OUTER: ContextVar[OuterScope | None] = ContextVar("hoptree_outer_budget", default=None)
+
+
+@contextlib.contextmanager
+def outer_budget(meter: BudgetMeter) -> Iterator[OuterScope]:
+    """Charge every ``BudgetMeter`` used in this block (tasks started in it too: they copy the
+    context) to ``meter`` as well, before the call is made."""
+    scope = OuterScope(meter)
+    token = _OUTER.set(scope)
+    try:
+        yield scope
+    finally:
+        _OUTER.reset(token)
 
 
 @dataclass
@@ -105,6 +145,22 @@ class SearchResult:
     llm_calls: int
     ms: float
     error: str | None = None
+
+    @classmethod
+    def failed(cls, searcher: str, query: str, error: str, started: float) -> SearchResult:
+        """The result of a search that raised, hung or was never run: nothing found, and why."""
+        return cls(
+            searcher=searcher,
+            query=query,
+            hits=[],
+            attempts=[],
+            best_attempt=None,
+            sufficient=False,
+            stopped="error",
+            llm_calls=0,
+            ms=(time.monotonic() - started) * 1000,
+            error=error,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -21,10 +21,9 @@ from tests.scripted_chat import ScriptedChatModel
 # a phrase of each prompt's system text -> route name
 ROUTES = {
     "Split the user's question": "decompose",
-    "Answer the search query using only": "summarize",
-    "You check whether the findings": "verify",
-    "Propose new search queries": "supplement",
-    "Answer the question from the evidence": "answer",
+    "You read search results for several search queries": "summarize",
+    "You plan the next searches": "verify",
+    "Answer the question from the numbered passages": "answer",
     "You read search results": "extract",
     "You judge search results": "judge",
     "You write keyword queries": "rewrite",

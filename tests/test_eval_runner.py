@@ -65,6 +65,10 @@ FACTS = {
 }
 
 
+# What the findings call copies out of the passages: spans they hold (1937, not the reader's 1936).
+SPANS = {"Eiffel": "Seine", "Bilbo": "1937", "Danube": "yes"}
+
+
 def _topic(messages: list[BaseMessage]) -> str:
     """The topic of the question or query a prompt is about (its first user line only: the
     passages below it mention other topics)."""
@@ -91,9 +95,10 @@ def scripted_chat(**kwargs: Any) -> RoutedChatModel:
             "decompose": lambda m: reply(queries=[_first_line_after(m, "Question:")]),
             "rewrite": lambda m: reply(query=_first_line_after(m, "Query:")),
             "hyde": lambda m: reply(passage=FACTS[_topic(m)]),
-            "summarize": lambda m: reply(answer=FACTS[_topic(m)], passages=[1]),
-            "verify": reply(sufficient=True, missing=""),
-            "supplement": reply(queries=[]),
+            "summarize": lambda m: reply(
+                findings=[{"query": 1, "answer": SPANS[_topic(m)], "passages": [1]}]
+            ),
+            "verify": reply(sufficient=True, queries=[]),
             "answer": lambda m: reply(short_answer=SCRIPTED[_topic(m)], answer="As found [1]."),
         },
         **kwargs,
@@ -185,8 +190,17 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
     assert (index_dir / "manifest.json").read_text() == manifest  # not rebuilt
     assert set(full) >= REQUIRED_METRICS and full["pipeline"] == "full"
     assert full["em"] == pytest.approx(200 / 3, abs=0.01)
-    # decompose, sparse rewrite, HyDE, summarize, verify, answer: six calls per question
-    assert full["llm_calls_per_question"] == 6.0
+    # decompose, sparse rewrite, one findings call, answer: four calls per question. The dense
+    # searcher's probe of the query as written verifies, so it writes no HyDE passage; the
+    # finding is a span of its passages, so the evidence suffices with no verify call.
+    assert full["llm_calls_per_question"] == 4.0
+    routes = [name for name, _ in chat_full.seen]
+    assert {r: routes.count(r) for r in set(routes)} == {
+        "decompose": 3,
+        "rewrite": 3,
+        "summarize": 3,
+        "answer": 3,
+    }
     assert chat_full.count("answer") == 3
     details = {r["id"]: r for r in rows(out_full)}
     # the summaries state the facts: the context the answer step saw holds the gold answer
@@ -218,16 +232,16 @@ async def test_a_run_served_from_the_llm_cache_says_what_it_would_cost(
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "first", limit=1)
     first = await run_eval(config, context(eval_settings, scripted_chat(cache=cache), embeddings))
     (row,) = rows(tmp_path / "first")
-    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 0
-    assert row["prompt_tokens"] == 60 and row["cache_hit_prompt_tokens"] == 0
+    assert row["llm_calls"] == 4 and row["llm_cache_hits"] == 0
+    assert row["prompt_tokens"] == 40 and row["cache_hit_prompt_tokens"] == 0
 
     again = scripted_chat(cache=cache)
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "again", limit=1)
     metrics = await run_eval(config, context(eval_settings, again, embeddings))
     assert again.seen == []  # every call came from the cache
     (row,) = rows(tmp_path / "again")
-    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 6
-    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 60
+    assert row["llm_calls"] == 4 and row["llm_cache_hits"] == 4
+    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 40
     assert metrics["llm_cache_hits_per_question"] == 6.0
     assert (
         metrics["prompt_tokens_without_cache_per_question"] == first["prompt_tokens_per_question"]

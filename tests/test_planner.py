@@ -19,7 +19,7 @@ from agent.question import QuestionError
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import Passage
-from searchers.searcher import Attempt, SearchResult, Verdict
+from searchers.searcher import Attempt, SearchResult
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.routed_chat import RoutedChatModel
 
@@ -83,14 +83,6 @@ def user_text(messages: list[BaseMessage]) -> str:
     return str(messages[-1].content)
 
 
-def number(passages: str, title: str) -> int:
-    """The number the prompt gave the passage titled ``title``."""
-    for line in passages.splitlines():
-        if line.startswith("[") and line.split("] ", 1)[1].startswith(f"{title}:"):
-            return int(line[1 : line.index("]")])
-    raise AssertionError(f"{title} not among the passages:\n{passages}")
-
-
 def agent_with(chat, searchers, **budgets) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
@@ -101,97 +93,270 @@ def agent_with(chat, searchers, **budgets) -> HoptreeAgent:
     )
 
 
-def two_hop_chat() -> RoutedChatModel:
-    """Round 1 finds the city but not the river; the supplement asks for the river by name."""
+def finding(passages_text: str, **by_query: tuple[str, str]) -> str:
+    """A findings reply: for each query of the prompt whose text contains a key of
+    ``by_query``, that (answer, passage title); other queries get no answer."""
+    items = []
+    blocks = passages_text.split("Query ")[1:]
+    for block in blocks:
+        number_text, rest = block.split(":", 1)
+        query = rest.split("\n", 1)[0]
+        for needle, (answer, title) in by_query.items():
+            if needle in query:
+                n = number(block, title) if title else 0
+                items.append({"query": int(number_text), "answer": answer, "passages": [n]})
+                break
+        else:
+            items.append({"query": int(number_text), "answer": "", "passages": []})
+    return reply(findings=items)
+
+
+def number_any(text: str, title: str) -> int:
+    """The number of the passage titled ``title`` anywhere in a prompt."""
+    for line in text.splitlines():
+        if line.startswith("[") and "] " in line and line.split("] ", 1)[1].startswith(f"{title}:"):
+            return int(line[1 : line.index("]")])
+    raise AssertionError(f"{title} not in:\n{text}")
+
+
+def number(block: str, title: str) -> int:
+    return number_any(block, title)
+
+
+def two_hop_chat(answer: str | None = None) -> RoutedChatModel:
+    """The second query needs the first one's answer (#1): it waits, then goes out with
+    "Paris" filled in. Every finding is a span of its passages, so no verify call is needed."""
 
     def summarize(messages: list[BaseMessage]) -> str:
-        query, passages = user_text(messages).split("Passages:")
-        if "Eiffel" in query:
-            return reply(
-                answer="The Eiffel Tower stands in Paris.", passages=[number(passages, "Paris")]
-            )
-        if "through Paris" in query:
-            return reply(
-                answer="The Seine flows through Paris.", passages=[number(passages, "Seine")]
-            )
-        return reply(answer="The passages do not say which river.", passages=[])
+        return finding(
+            user_text(messages),
+            Eiffel=("Paris", "Paris"),
+            **{"through Paris": ("Seine", "Seine")},
+        )
+
+    def final(messages: list[BaseMessage]) -> str:
+        text = user_text(messages)
+        shown = {t for t in ("Paris", "Seine") if f"] {t}:" in text}
+        paris, seine = (number_any(text, t) if t in shown else 1 for t in ("Paris", "Seine"))
+        return answer or reply(
+            short_answer="the Seine",
+            answer=f"The Eiffel Tower stands in Paris [{paris}]. The Seine flows through "
+            f"Paris [{seine}][9].",
+        )
 
     return RoutedChatModel(
         routes={
             "decompose": reply(
-                queries=["city where the Eiffel Tower stands", "river of that city"]
+                queries=["city where the Eiffel Tower stands", "river that flows through #1"]
             ),
             "summarize": summarize,
-            "supplement": reply(queries=["river that flows through Paris"]),
-            "verify": reply(sufficient=True, missing=""),
-            "answer": reply(
-                short_answer="the Seine",
-                answer="The Eiffel Tower is in Paris [1], which the Seine flows through [2][9].",
-            ),
+            "verify": reply(sufficient=False, queries=[]),
+            "answer": final,
         }
     )
 
 
-async def test_a_missing_summary_triggers_a_supplement_round(index) -> None:
+QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
+
+
+async def test_a_dependent_query_waits_for_the_answer_it_needs(index) -> None:
     chat = two_hop_chat()
     searcher = KeywordSearcher(index)
-    result = await agent_with(chat, [searcher]).ask(
-        "Which river flows through the city where the Eiffel Tower stands?"
-    )
-    assert [q.query for q in result.sub_queries] == [
+    result = await agent_with(chat, [searcher]).ask(QUESTION)
+    assert searcher.queries == [
         "city where the Eiffel Tower stands",
-        "river of that city",
         "river that flows through Paris",
     ]
-    assert [q.round for q in result.sub_queries] == [1, 1, 2]
-    assert [q.answered for q in result.sub_queries] == [True, False, True]
-    assert searcher.queries[-1] == "river that flows through Paris"
-    # round 1 had an unanswered query: no verify call was needed to know it was insufficient
-    assert chat.count("verify") == 1
-    assert [v["sufficient"] for v in result.verdicts] == [False, True]
-    assert result.verdicts[0]["reason"] == "unanswered"
+    assert [(q.id, q.round, q.needs) for q in result.sub_queries] == [
+        ("q1", 1, []),
+        ("q2", 2, ["q1"]),
+    ]
+    assert [q.summary for q in result.sub_queries] == ["Paris", "Seine"]
+    assert all(q.answered for q in result.sub_queries)
+    # every query has a supported finding: no verify call, one findings call per round
+    assert chat.count("verify") == 0 and chat.count("summarize") == 2
     assert result.stopped == "sufficient"
-    assert result.short_answer == "the Seine"
+    assert result.llm_calls == len(chat.seen) == 4
+    assert result.prompt_tokens == 10 * len(chat.seen)
+    kinds = [e.kind for e in result.trace]
+    assert kinds[:2] == ["started", "decompose"] and kinds[-1] == "answer"
+    hop = next(e for e in result.trace if e.kind == "supplement")
+    assert hop.data["origin"] == "hop"
+
+
+async def test_the_answer_reads_the_findings_passages_first_with_notes(index) -> None:
+    chat = two_hop_chat()
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    (prompt,) = [text for route, text in chat.seen if route == "answer"]
+    notes, passages = prompt.split("Notes:")[1].split("Passages:")
+    assert "- city where the Eiffel Tower stands: Paris" in notes
+    assert "- river that flows through Paris: Seine" in notes
+    lines = [line for line in passages.strip().splitlines() if line.startswith("[")]
+    assert lines[0].startswith("[1] Paris:") and lines[1].startswith("[2] Seine:")
+    assert len(lines) <= PlannerSettings().answer_sources
+    assert [s["id"] for s in result.sources][:2] == ["paris", "seine"]
     # [9] cites nothing that was shown: it is removed, the others map to passages
     assert "[9]" not in result.answer
     assert [(c.n, c.id) for c in result.citations] == [(1, "paris"), (2, "seine")]
-    kinds = [e.kind for e in result.trace]
-    assert kinds[:2] == ["started", "decompose"]
-    assert kinds[-1] == "answer"
-    assert kinds.count("search") == 3 and kinds.count("summarize") == 3
-    assert result.llm_calls == chat.count("decompose") + chat.count("summarize") + 3
-    assert result.prompt_tokens == 10 * len(chat.seen)
+    assert result.citation_check["dropped"] == 0
 
 
-async def test_only_new_queries_are_summarized_each_round(index) -> None:
-    chat = two_hop_chat()
-    await agent_with(chat, [KeywordSearcher(index)]).ask("Which river flows through Paris?")
-    summarized = [text.split("\n")[0] for route, text in chat.seen if route == "summarize"]
-    assert len(summarized) == len(set(summarized)) == 3
+async def test_a_sentence_no_cited_passage_supports_is_dropped(index) -> None:
+    chat = two_hop_chat(
+        answer=reply(
+            short_answer="Seine",
+            answer="The Seine flows through Paris [2]. The Seine flows into the North Sea "
+            "in 1937 [1].",
+        )
+    )
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    assert result.answer == "The Seine flows through Paris [2]."
+    assert result.citation_check["dropped"] == 1
+    assert [c.id for c in result.citations] == ["seine"]
+    answer_event = next(e for e in result.trace if e.kind == "answer")
+    assert answer_event.data["check"]["dropped"] == 1
+
+
+async def test_an_unsupported_finding_is_not_followed(index) -> None:
+    """The model names a city its passages do not hold: that finding counts as not found, the
+    dependent query is searched with the words of the query it needs, and the follow-up the
+    merged verify call names finds the supported answer, which replaces the failed one."""
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(
+            user_text(messages),
+            **{"tower in Paris": ("Paris", "Paris")},
+            Eiffel=("Lyon", "Paris"),
+        )
+
+    chat = RoutedChatModel(
+        routes={
+            "decompose": reply(queries=["city where the Eiffel Tower stands", "river of #1"]),
+            "summarize": summarize,
+            "verify": reply(sufficient=False, queries=["city of the Eiffel tower in Paris"]),
+            "answer": reply(short_answer="Seine", answer="The Seine flows through Paris [1]."),
+        }
+    )
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher]).ask(QUESTION)
+    first = result.sub_queries[0]
+    assert first.proposed == "Lyon" and not first.answered and first.summary == ""
+    assert "Lyon" not in " ".join(searcher.queries)
+    assert searcher.queries[1] == "river of (city where the Eiffel Tower stands)"
+    (verify_prompt,) = [text for route, text in chat.seen if route == "verify"]
+    assert "- city where the Eiffel Tower stands -> NOT FOUND" in verify_prompt
+    follow = result.sub_queries[2]
+    assert follow.origin == "supplement" and follow.replaces == "q1" and follow.answered
+    assert first.superseded_by == "q3"
+
+
+async def test_a_follow_up_asking_what_a_finding_answers_is_not_sent(index) -> None:
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat = RoutedChatModel(
+        routes={
+            "decompose": reply(
+                queries=["city where the Eiffel Tower stands", "length of the Nile"]
+            ),
+            "summarize": summarize,
+            "verify": reply(
+                sufficient=False,
+                queries=["the city where the Eiffel Tower stands?", "Nile length in km"],
+            ),
+            "answer": reply(short_answer="Paris", answer="Paris [1]."),
+        }
+    )
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher], max_rounds=2).ask("Eiffel Tower and the Nile?")
+    assert "the city where the Eiffel Tower stands?" not in searcher.queries
+    supplement = next(e for e in result.trace if e.kind == "supplement")
+    assert [q["query"] for q in supplement.data["sub_queries"]] == ["Nile length in km"]
+    assert supplement.data["dropped"] == ["the city where the Eiffel Tower stands?"]
+    assert result.sub_queries[-1].replaces == "q2"
 
 
 async def test_the_budget_stops_a_model_that_never_says_sufficient(index) -> None:
     counter = iter(range(1000))
 
     def endless(messages: list[BaseMessage]) -> str:
-        return reply(queries=[f"another angle number {next(counter)} on Paris"])
+        return reply(sufficient=False, queries=[f"another angle number {next(counter)} on Paris"])
 
     chat = RoutedChatModel(
         routes={
             "decompose": reply(queries=["Paris river"]),
-            "summarize": reply(answer="The Seine flows through Paris.", passages=[1]),
-            "verify": reply(sufficient=False, missing="more certainty"),
-            "supplement": endless,
-            "answer": reply(short_answer="Seine", answer="The Seine [1]."),
+            "summarize": lambda m: finding(user_text(m)),  # never finds anything
+            "verify": endless,
+            "answer": reply(short_answer="Seine", answer="The Seine flows through Paris [1]."),
         }
     )
     result = await agent_with(
         chat, [KeywordSearcher(index)], max_rounds=20, max_llm_calls=9, max_sub_queries=64
     ).ask("Which river flows through Paris?")
     assert result.stopped == "budget_llm_calls"
-    assert result.llm_calls <= 9 + 1  # the answer may take one call past the budget
+    assert result.llm_calls == len(chat.seen) <= 9  # a hard cap, the answer's call included
+    assert chat.count("answer") == 1
     assert result.short_answer == "Seine"
-    assert len(result.verdicts) < 20
+
+
+class CallingSearcher(KeywordSearcher):
+    """A searcher that asks the model on every search, as the LLM searchers do, with a budget
+    of its own far above the question's."""
+
+    def __init__(self, index, chat, calls: int) -> None:
+        super().__init__(index, "calling")
+        self.chat = chat
+        self.calls = calls
+
+    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+        from pydantic import BaseModel
+
+        from searchers.searcher import BudgetExceeded, BudgetMeter, SearchBudget
+        from searchers.structured_calls import ask
+        from searchers.verification import RuleKind  # noqa: F401  (the searchers' own module)
+
+        class Keywords(BaseModel):
+            query: str
+
+        meter = BudgetMeter(SearchBudget(max_llm_calls=1000))
+        for _ in range(self.calls):
+            try:
+                await ask(
+                    self.chat,
+                    Keywords,
+                    prompts_render(query),
+                    meter=meter,
+                    step="sparse_rewrite",
+                )
+            except BudgetExceeded:
+                break
+        result = await super().search(query, k=k)
+        result.llm_calls = meter.llm_calls
+        return result
+
+
+def prompts_render(query: str):
+    import prompts
+
+    return prompts.render("sparse_rewrite", query=query)
+
+
+async def test_max_llm_calls_is_a_hard_cap_over_the_searchers_calls(index) -> None:
+    chat = RoutedChatModel(
+        routes={
+            "decompose": reply(queries=["Eiffel Tower city", "Seine river", "Hobbit author"]),
+            "rewrite": reply(query="Paris"),
+            "summarize": lambda m: finding(user_text(m)),
+            "verify": reply(sufficient=False, queries=["more"]),
+            "answer": reply(short_answer="Paris", answer="Paris [1]."),
+        }
+    )
+    searcher = CallingSearcher(index, chat, calls=5)
+    result = await agent_with(chat, [searcher], max_llm_calls=7).ask("Where is the tower?")
+    # 1 decompose + 5 searcher calls fill the 6 the rounds may spend; the answer has its own
+    assert result.llm_calls == len(chat.seen) == 7
+    assert chat.count("answer") == 1 and chat.count("summarize") == 0
+    assert chat.count("rewrite") == 5
 
 
 async def test_max_rounds_bounds_a_model_that_never_says_sufficient(index) -> None:
@@ -199,16 +364,15 @@ async def test_max_rounds_bounds_a_model_that_never_says_sufficient(index) -> No
     chat = RoutedChatModel(
         routes={
             "decompose": reply(queries=["Paris river"]),
-            "summarize": reply(answer="The Seine flows through Paris.", passages=[1]),
-            "verify": reply(sufficient=False, missing="more"),
-            "supplement": lambda m: reply(queries=[f"angle {next(counter)} of the Seine"]),
+            "summarize": lambda m: finding(user_text(m)),
+            "verify": lambda m: reply(sufficient=False, queries=[f"angle {next(counter)} Seine"]),
             "answer": reply(short_answer="Seine", answer="The Seine [1]."),
         }
     )
     result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=3).ask("Paris river?")
     assert result.stopped == "max_rounds"
     assert len(result.verdicts) == 3
-    assert chat.count("supplement") == 2
+    assert chat.count("verify") == 2
 
 
 async def test_duplicate_sub_queries_are_dropped(index) -> None:
@@ -217,9 +381,11 @@ async def test_duplicate_sub_queries_are_dropped(index) -> None:
             "decompose": reply(
                 queries=["Who wrote The Hobbit?", "who wrote the hobbit", "The Hobbit: who wrote?"]
             ),
-            "summarize": reply(answer="The passages do not say.", passages=[]),
-            "supplement": reply(queries=["Hobbit wrote who", "  WHO wrote THE Hobbit  "]),
-            "answer": reply(short_answer="Tolkien", answer="J. R. R. Tolkien [1]."),
+            "summarize": lambda m: finding(user_text(m)),
+            "verify": reply(
+                sufficient=False, queries=["Hobbit wrote who", "  WHO wrote THE Hobbit  "]
+            ),
+            "answer": reply(short_answer="Tolkien", answer="J. R. R. Tolkien wrote it [1]."),
         }
     )
     searcher = KeywordSearcher(index)
@@ -227,9 +393,7 @@ async def test_duplicate_sub_queries_are_dropped(index) -> None:
     assert [q.query for q in result.sub_queries] == ["Who wrote The Hobbit?"]
     assert searcher.queries == ["Who wrote The Hobbit?"]
     assert result.stopped == "no_new_queries"
-    supplement = next(e for e in result.trace if e.kind == "supplement")
-    assert supplement.data["sub_queries"] == []
-    assert len(supplement.data["dropped"]) == 2
+    assert result.verdicts[-1]["follow_ups"] == []
 
 
 async def test_a_searcher_that_raises_degrades_the_answer(index) -> None:
@@ -256,46 +420,21 @@ async def test_a_hanging_searcher_is_cut_at_the_deadline(index) -> None:
     assert result.short_answer == "the Seine"
 
 
-async def test_searchers_that_agree_on_a_grounded_span_skip_the_summary(index) -> None:
-    class Verified(KeywordSearcher):
-        async def search(self, query: str, *, k: int = 10) -> SearchResult:
-            result = await super().search(query, k=k)
-            result.attempts[0].verdict = Verdict(True, llm_says=True, coverage=1.0, answer="Paris")
-            result.sufficient = True
-            result.stopped = "sufficient"
-            return result
-
-    chat = RoutedChatModel(
-        routes={
-            "decompose": reply(queries=["city of the Eiffel Tower"]),
-            "verify": reply(sufficient=True, missing=""),
-            "answer": reply(short_answer="Paris", answer="Paris [1]."),
-        }
-    )
-    result = await agent_with(chat, [Verified(index, "a"), Verified(index, "b")]).ask(
-        "In which city is the Eiffel Tower?"
-    )
-    assert chat.count("summarize") == 0
-    (sub,) = result.sub_queries
-    assert sub.summary_skipped and sub.answered and sub.summary == "Paris"
-    assert sub.summary_sources == ["paris"]
-    assert result.citations[0].id == "paris"
-
-
 async def test_unparseable_planner_output_falls_back_and_is_recorded(index) -> None:
     chat = RoutedChatModel(
         routes={
             "decompose": "Sure! Here are some queries: 1. Eiffel",
             "summarize": "{not json",
             "answer": reply(short_answer="unknown", answer="I could not find it."),
-            "supplement": reply(queries=[]),
+            "verify": reply(sufficient=False, queries=[]),
         }
     )
     searcher = KeywordSearcher(index)
     result = await agent_with(chat, [searcher]).ask("Where is the Eiffel Tower?")
     assert searcher.queries == ["Where is the Eiffel Tower?"]  # the question itself
     assert any(e.startswith("decompose:") for e in result.errors)
-    assert any(e.startswith("summarize q1:") for e in result.errors)
+    assert any(e.startswith("summarize:") for e in result.errors)
+    assert not result.sub_queries[0].answered
     assert result.short_answer == "unknown"
 
 
@@ -375,12 +514,13 @@ async def test_no_decompose_searches_the_question_itself(index) -> None:
     assert result.sub_queries[0].query == "Where does the Seine flow?"
 
 
-async def test_no_supplement_stops_after_one_round(index) -> None:
+async def test_no_supplement_runs_the_plan_and_asks_no_follow_up(index) -> None:
     chat = two_hop_chat()
-    result = await ablated(chat, index, supplement=False).ask(
-        "Which river flows through the city where the Eiffel Tower stands?"
-    )
-    assert chat.count("supplement") == 0 and chat.count("verify") == 0
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
+    result = await ablated(chat, index, supplement=False).ask(QUESTION)
+    # the planned hop still runs (it is part of the plan); the open query gets no follow-up
+    assert [q.round for q in result.sub_queries] == [1, 2]
+    assert chat.count("verify") == 0
     assert result.stopped == "no_supplement" and len(result.sub_queries) == 2
 
 
@@ -391,6 +531,11 @@ async def test_no_summarize_hands_the_fused_passages_to_the_answer(index) -> Non
     )
     assert chat.count("summarize") == 0
     assert all(q.summary_skipped and q.summary_sources for q in result.sub_queries)
+    # with no answers to fill in, a dependent query goes out at once with #1 spelled out
+    assert [q.round for q in result.sub_queries] == [1, 1]
+    assert result.sub_queries[1].query == (
+        "river that flows through (city where the Eiffel Tower stands)"
+    )
     (answer_prompt,) = [text for route, text in chat.seen if route == "answer"]
     titles = {
         json.loads(line)["id"]: json.loads(line)["title"]
@@ -399,7 +544,7 @@ async def test_no_summarize_hands_the_fused_passages_to_the_answer(index) -> Non
     }
     for sub in result.sub_queries:  # each query's best passage is shown to the answer step
         assert f"{titles[sub.summary_sources[0]]}:" in answer_prompt
-    assert "- city where the Eiffel Tower stands: see sources [1]" in answer_prompt
+    assert "Notes:\n(none)" in answer_prompt
 
 
 async def test_no_summarize_lets_verify_read_the_fused_passages(index) -> None:
@@ -429,10 +574,12 @@ def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None
     base = SearcherContext(chat=base.chat, options=base.options, budget=SearchBudget(30))
     planned = planner_search_context(settings, base)
     sparse = SparseSearcherConfig(**planned.options["sparse"])
-    assert (sparse.max_depth, sparse.max_refinements) == (1, 3)
+    assert (sparse.max_depth, sparse.max_refinements) == (1, 1)
+    assert sparse.original_first  # the query as written first: no call when it verifies
     assert sparse.rule.kind == "coverage"  # the stop rule is the searchers' own
-    assert planned.options["dense"]["max_rewrites"] == 2
-    assert planned.budget.max_llm_calls == 8
+    assert planned.options["dense"]["max_rewrites"] == 1
+    assert planned.options["dense"]["original_first"]
+    assert planned.budget.max_llm_calls == 1
     assert SparseSearcherConfig(**base.options["sparse"]).max_depth == 3  # untouched
 
 

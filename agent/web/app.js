@@ -493,14 +493,17 @@
         el(
           "div",
           {},
-          el("span", { class: "label", text: "Summary " }),
+          el("span", { class: "label", text: "Finding " }),
           d.answered
-            ? el("span", { class: "badge ok", text: "answered" })
-            : el("span", { class: "badge warn", text: "not answered" }),
+            ? el("span", { class: "badge ok", text: "supported by its passages" })
+            : el("span", { class: "badge warn", text: d.proposed ? "unsupported: not followed" : "not found" }),
           " ",
-          d.skipped ? el("span", { class: "badge", text: "no LLM call: the searchers agreed" }) : null,
+          d.skipped ? el("span", { class: "badge", text: "no findings call" }) : null,
         ),
-        el("p", { class: "summary-text", text: d.summary || "(no summary)" }),
+        el("p", {
+          class: "summary-text",
+          text: d.summary || (d.proposed ? `the model said "${d.proposed}", which no passage holds` : "(nothing found)"),
+        }),
         sources.length
           ? el(
               "div",
@@ -524,14 +527,17 @@
   function addVerdict(event) {
     const d = event.data;
     const { body } = roundSection(event.round);
-    const missing = (d.missing || []).filter(Boolean);
+    const missing = (Array.isArray(d.open) ? d.open : [d.missing]).filter(Boolean);
+    const next = (d.follow_ups || []).filter(Boolean);
     body.append(
       el(
         "div",
         { class: `verdict appear ${d.sufficient ? "ok" : "no"}` },
         el("strong", { text: d.sufficient ? "✓ Enough to answer" : "✗ Not enough yet" }),
         el("span", { text: d.reason || "" }),
-        missing.length ? el("span", {}, el("strong", { text: "missing: " }), missing.join("; ")) : null,
+        missing.length ? el("span", {}, el("strong", { text: "open: " }), missing.join("; ")) : null,
+        next.length ? el("span", {}, el("strong", { text: "next: " }), next.join("; ")) : null,
+        d.stopped ? el("span", { class: "badge", text: `stop: ${d.stopped}` }) : null,
       ),
     );
   }
@@ -607,6 +613,7 @@
           "div",
           { class: "result-meta" },
           el("span", { class: `badge ${result.stopped === "sufficient" ? "ok" : "warn"}`, text: `stopped: ${result.stopped}` }),
+          checkBadge(result.citation_check),
           el("span", { class: "badge", text: plural(result.llm_calls || 0, "LLM call") }),
           el("span", { class: "badge", text: `${(result.prompt_tokens || 0) + (result.completion_tokens || 0)} tokens` }),
           el("span", { class: "badge", text: `${Number(result.seconds || 0).toFixed(1)} s` }),
@@ -615,6 +622,14 @@
       );
     }
     $("answer").replaceChildren(...parts);
+  }
+
+  // The lexical check of the cited answer: how many sentences stood, were re-cited or dropped.
+  function checkBadge(check) {
+    if (!check || check.sentences === undefined) return null;
+    const dropped = check.dropped || 0;
+    const text = `citations checked: ${check.kept || 0} kept, ${check.recited || 0} re-cited, ${dropped} dropped`;
+    return el("span", { class: `badge ${dropped ? "warn" : "ok"}`, text, title: (check.dropped_sentences || []).join("\n") });
   }
 
   function addResult(event) {

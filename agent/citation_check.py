@@ -1,0 +1,544 @@
+"""A lexical check of a cited answer: does each sentence's claim stand in the passages it cites?
+
+The planner's answer step shows the model numbered passages ``[1]..[N]`` and asks for a short
+answer plus 1-3 cited sentences. The local 1.5B model glues facts from unrelated passages into
+one sentence (a band's name from [1], another band's release date from [2]) and forgets or
+misplaces its ``[n]`` marks. An LLM judge of the same size would not notice, so this module checks
+without one: the names and numbers a sentence states must occur in the passages it cites, and
+every number must sit in a cited passage that also names the sentence's subject. A sentence that
+fails is re-cited to the passages that do support it, or dropped.
+
+It also snaps a short answer onto the passages' wording (``ground_short_answer``) and resolves a
+comparison question's answer to one of the alternatives it offers (``choices``/``pick_choice``),
+because exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom" and "the band" for
+"Hanson".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Literal
+
+from searchers.verification import (
+    _WORD,
+    NO_ANSWER,
+    STOPWORDS,
+    YES_NO,
+    _stem,
+    fold,
+    normalize_answer,
+)
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """One numbered passage exactly as the answer step showed it; the title is part of it."""
+
+    n: int
+    title: str
+    text: str
+
+
+@dataclass
+class CitationCheck:
+    """The repaired answer and what the check did to each sentence."""
+
+    answer: str
+    cited: list[int] = field(default_factory=list)
+    sentences: int = 0
+    kept: int = 0
+    recited: int = 0
+    dropped: int = 0
+    dropped_sentences: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """Counts for the trace; the answer itself is recorded by the caller."""
+        return {
+            "sentences": self.sentences,
+            "kept": self.kept,
+            "recited": self.recited,
+            "dropped": self.dropped,
+            "dropped_sentences": list(self.dropped_sentences),
+        }
+
+
+# --- splitting into sentences -------------------------------------------------------------
+
+_MARK = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
+_MARK_RUN = re.compile(r"(?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])*")
+_TERMINATOR = re.compile(r"[.!?]+[\"'”’)]*")
+_NEXT_START = re.compile(r"\s+[\"'“‘(\[]?(\S)")
+# Before these a period never ends a sentence when a capital follows ("St. Louis", "Dr. Who").
+_TITLES = frozenset(
+    "mr mrs ms dr st ste mt ft fr prof gen col lt sgt capt cmdr adm gov sen rep rev hon pres vs "
+    "maj brig".split()
+)
+# Before these a period does not end a sentence when a digit follows ("No. 1", "Jan. 5").
+_BEFORE_DIGIT = frozenset(
+    "no nos vol pp p fig op jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_INITIALS = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+
+
+def _is_abbreviation(text: str, period: int, next_char: str) -> bool:
+    """Is the period at ``period`` part of an abbreviation or initial rather than a sentence end?
+    A heuristic: titles, initials ("J. R. R."), dotted acronyms ("U.S."), "No." before a digit."""
+    before = text[:period].split()
+    if not before:
+        return False
+    token = before[-1].lstrip("\"'“‘([")
+    if len(token) == 1 and token.isupper():
+        return True
+    if _INITIALS.fullmatch(token):
+        return True
+    lowered = token.lower()
+    return lowered in _TITLES or (lowered in _BEFORE_DIGIT and next_char.isdigit())
+
+
+def _split_sentences(text: str) -> list[str]:
+    """Split after . ! ? when a capital, digit, quote or bracket follows; citation marks written
+    after the period stay with the sentence before them ("... 1950. [2] He died.")."""
+    text = " ".join(text.split())
+    sentences: list[str] = []
+    start = 0
+    for end in _TERMINATOR.finditer(text):
+        marks_end = _MARK_RUN.match(text, end.end()).end()
+        if marks_end == len(text):
+            break
+        following = _NEXT_START.match(text, marks_end)
+        if not following:
+            continue
+        next_char = following.group(1)
+        if not (next_char.isupper() or next_char.isdigit() or next_char in "\"'“‘[("):
+            continue
+        single_period = end.group().rstrip("\"'”’)") == "."
+        if single_period and _is_abbreviation(text, end.start(), next_char):
+            continue
+        sentences.append(text[start:marks_end].strip())
+        start = marks_end
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+def _marks(sentence: str) -> list[int]:
+    """Every number in the sentence's ``[n]``, ``[1][2]``, ``[1, 2]`` marks, in order."""
+    return [int(n) for mark in _MARK.findall(sentence) for n in re.findall(r"\d+", mark)]
+
+
+def _body_and_end(sentence: str) -> tuple[str, str]:
+    """The sentence without its marks, and its final punctuation, so marks can be re-placed
+    just before that punctuation."""
+    body = _MARK.sub(" ", sentence)
+    body = re.sub(r"\s+([,;:.!?])", r"\1", " ".join(body.split()))
+    match = re.search(r"[.!?]+$", body)
+    end = match.group() if match else ""
+    body = body[: len(body) - len(end)].rstrip(" ,;:")
+    return body, end
+
+
+def _render(body: str, end: str, marks: Iterable[int]) -> str:
+    tags = "".join(f"[{n}]" for n in sorted(set(marks)))
+    return f"{body} {tags}{end}" if tags else f"{body}{end}"
+
+
+# --- the claims of a sentence -------------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_MONTHS = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
+    "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
+    "sep": 9, "sept": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12,
+    "dec": 12,
+}  # fmt: skip
+# Lowercase words that may sit inside a name ("Corrosion of Conformity", "Ludwig van Beethoven").
+_CONNECTORS = frozenset("of the de da del della der den van von la le du des di for".split())
+# Capitalised only because they open a sentence; STOPWORDS already covers "The", "It", "He".
+_STARTERS = frozenset(
+    """according although another additionally afterwards already although before both
+    currently despite during either every formed founded furthermore hence however initially
+    later like meanwhile moreover neither nevertheless originally previously since several
+    therefore thus today together unlike while yes no instead""".split()
+)
+
+TermKind = Literal["name", "number", "month"]
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One checkable claim of a sentence: a name, a number or a month next to a number."""
+
+    kind: TermKind
+    key: str  # the name's phrase of word keys, the number without commas, the month's number
+    words: tuple[str, ...] = ()  # a name's content words; all must occur in a passage
+
+
+def _key(word: str) -> str:
+    """The form words are compared in: folded, possessive and plural stripped."""
+    folded = fold(word).replace("’", "'")
+    return _stem(re.sub(r"'s$", "", folded))
+
+
+def _number_key(number: str) -> str:
+    return number.replace(",", "")
+
+
+@dataclass(frozen=True)
+class _Index:
+    """What a passage (or the question) contains, in the forms terms are matched in."""
+
+    words: frozenset[str]
+    joined: str
+    numbers: frozenset[str]
+    months: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Index:
+        keys = [_key(w) for w in _WORD.findall(text)]
+        months = {str(_MONTHS[fold(w)]) for w in _WORD.findall(text) if fold(w) in _MONTHS}
+        return cls(
+            words=frozenset(keys),
+            joined=f" {' '.join(keys)} ",
+            numbers=frozenset(_number_key(n) for n in _NUMBER.findall(text)),
+            months=frozenset(months),
+        )
+
+    def has(self, term: _Term) -> bool:
+        if term.kind == "number":
+            return term.key in self.numbers
+        if term.kind == "month":
+            return term.key in self.months
+        return all(w in self.words for w in term.words) or f" {term.key} " in self.joined
+
+
+def _is_capitalised(token: str) -> bool:
+    return token[0].isupper()
+
+
+def _joinable(text: str, prev: re.Match[str], token: re.Match[str]) -> bool:
+    """May ``token`` continue the name ``prev`` ends? Only across a space, a hyphen, or the
+    period after an initial ("J. R. R. Tolkien")."""
+    gap = text[prev.end() : token.start()]
+    if re.fullmatch(r"\s+|-", gap):
+        return True
+    return len(prev.group()) == 1 and re.fullmatch(r"\.\s*", gap) is not None
+
+
+def _terms(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
+    """The names and numbers a sentence states; these are what its citations must back."""
+    tokens = list(_WORD.finditer(body))
+    dates: set[int] = set()
+    for i, tok in enumerate(tokens):
+        if fold(tok.group()) in _MONTHS and _is_capitalised(tok.group()):
+            neighbours = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
+            if any(n.group()[0].isdigit() for n in neighbours):
+                dates.add(i)
+
+    runs: list[list[int]] = []
+    current: list[int] = []
+    pending: list[int] = []
+    for i, tok in enumerate(tokens):
+        word = tok.group()
+        joinable = bool(current) and _joinable(body, tokens[i - 1], tok)
+        if _is_capitalised(word) and i not in dates:
+            if joinable:
+                current += [*pending, i]
+            else:
+                if current:
+                    runs.append(current)
+                current = [i]
+            pending = []
+        elif joinable and fold(word) in _CONNECTORS and len(pending) < 2:
+            pending.append(i)
+        else:
+            if current:
+                runs.append(current)
+            current, pending = [], []
+    if current:
+        runs.append(current)
+
+    terms: list[_Term] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(term: _Term) -> None:
+        if (term.kind, term.key) not in seen:
+            seen.add((term.kind, term.key))
+            terms.append(term)
+
+    for run in runs:
+        words = [tokens[i].group() for i in run]
+        while words and fold(words[0]) in STOPWORDS | _STARTERS:
+            words.pop(0)
+            run = run[1:]
+        while words and fold(words[-1]) in STOPWORDS:
+            words.pop()
+        if not words:
+            continue
+        if run[0] == 0 and len(words) == 1 and fold(words[0]) in lowercase_words:
+            continue  # capitalised only as the sentence's first word: "Formed in 2008, ..."
+        keys = [_key(w) for w in words]
+        content = [_key(w) for w in words if fold(w) not in STOPWORDS | _CONNECTORS]
+        # Initials and dotted acronyms ("J. R. R.", "U.S.") are written too many ways to check;
+        # a name made only of them is not a claim we can look up.
+        significant = tuple(w for w in content if len(w) > 1)
+        if significant:
+            add(_Term("name", " ".join(keys), significant))
+    for i in sorted(dates):
+        add(_Term("month", str(_MONTHS[fold(tokens[i].group())])))
+    for number in _NUMBER.findall(body):
+        add(_Term("number", _number_key(number)))
+    return terms
+
+
+def _supports(indexes: Sequence[_Index], terms: Sequence[_Term]) -> bool:
+    """Rules a and b: every term occurs in some cited passage, and every number or date occurs
+    in a cited passage that also holds one of the sentence's names (no gluing)."""
+    if not all(any(p.has(t) for p in indexes) for t in terms):
+        return False
+    names = [t for t in terms if t.kind == "name"]
+    if not names:
+        return True
+    return all(
+        any(p.has(t) and any(p.has(name) for name in names) for p in indexes)
+        for t in terms
+        if t.kind != "name"
+    )
+
+
+def _recite(
+    terms: Sequence[_Term],
+    indexes: dict[int, _Index],
+    titles: dict[int, _Index],
+    original: Sequence[int],
+) -> list[int] | None:
+    """The smallest set (one passage, else two) that supports the sentence. Among equals: the
+    one keeping most of the model's own marks, then the one whose titles name most of the
+    sentence's names (a passage about Hanson beats one that mentions Taylor Hanson), then the
+    lowest numbers."""
+    names = [t for t in terms if t.kind == "name"]
+
+    def preference(combo: tuple[int, ...]) -> tuple[int, int, tuple[int, ...]]:
+        about = sum(1 for name in names if any(titles[n].has(name) for n in combo))
+        return (-len(set(combo) & set(original)), -about, combo)
+
+    for size in (1, 2):
+        found = [
+            combo
+            for combo in combinations(sorted(indexes), size)
+            if _supports([indexes[n] for n in combo], terms)
+        ]
+        if found:
+            return list(min(found, key=preference))
+    return None
+
+
+def check_citations(
+    answer: str, sources: Sequence[SourceText], question: str = ""
+) -> CitationCheck:
+    """Check each sentence of ``answer`` against the passages it cites; keep, re-cite or drop it.
+
+    Marks outside 1..N are removed; marks citing passages that hold none of the sentence's terms
+    are removed; marks end up just before the sentence's final punctuation. A sentence with no
+    names or numbers, or only ones taken from the question, cannot be checked and is kept."""
+    indexes = {s.n: _Index.of(f"{s.title} {s.text}") for s in sources}
+    titles = {s.n: _Index.of(s.title) for s in sources}
+    question_index = _Index.of(question) if question.strip() else None
+    lowercase_words = frozenset(
+        fold(w)
+        for text in [question, *(f"{s.title} {s.text}" for s in sources)]
+        for w in _WORD.findall(text)
+        if w[0].islower()
+    )
+    result = CitationCheck(answer="")
+    parts: list[str] = []
+    for sentence in _split_sentences(answer):
+        body, end = _body_and_end(sentence)
+        if not re.search(r"\w", body):
+            continue
+        result.sentences += 1
+        cited = sorted({n for n in _marks(sentence) if n in indexes})
+        terms = _terms(body, lowercase_words)
+        trivial = question_index is not None and all(question_index.has(t) for t in terms)
+        if not terms or trivial:
+            result.kept += 1
+            parts.append(_render(body, end, cited))
+        elif _supports([indexes[n] for n in cited], terms):
+            result.kept += 1
+            useful = [n for n in cited if any(indexes[n].has(t) for t in terms)]
+            parts.append(_render(body, end, useful))
+        elif (recited := _recite(terms, indexes, titles, cited)) is not None:
+            result.recited += 1
+            parts.append(_render(body, end, recited))
+        else:
+            result.dropped += 1
+            result.dropped_sentences.append(sentence)
+    result.answer = " ".join(parts)
+    result.cited = sorted({n for part in parts for n in _marks(part)})
+    return result
+
+
+# --- the short answer ---------------------------------------------------------------------
+
+
+def _f1_tokens(text: str) -> list[str]:
+    """HotpotQA-normalised tokens, plural- and possessive-stripped so that "Cain Ballroom" and
+    "Cains Ballroom" score a full match against "Cain's Ballroom" (whose "'s" HotpotQA's
+    normalisation turns into a stray "s" token)."""
+    return [_stem(t) for t in normalize_answer(text).split() if t != "s"]
+
+
+def _f1(prediction: list[str], gold: list[str]) -> float:
+    """HotpotQA's token F1."""
+    common = sum((Counter(prediction) & Counter(gold)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def ground_short_answer(
+    short: str, sources: Sequence[SourceText], question: str = ""
+) -> tuple[str, bool]:
+    """Return ``(answer, grounded)``: the short answer as the passages word it, when they do.
+
+    An answer found verbatim (after HotpotQA normalisation) is returned unchanged. Otherwise the
+    passage window of about the answer's length with the best token F1 replaces it, if that F1
+    is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom"). ``question`` is accepted for
+    symmetry with ``check_citations``; the search does not need it."""
+    del question
+    target = normalize_answer(short)
+    if not target:
+        return "", False
+    if target in YES_NO:
+        return short, True
+    if target in NO_ANSWER:
+        return short, False
+    texts = [(s.title, s.text) for s in sources]
+    if any(f" {target} " in f" {normalize_answer(f'{t} {x}')} " for t, x in texts):
+        return short, True
+    gold = _f1_tokens(short) or target.split()
+    wanted = set(gold)
+    lengths = range(max(1, len(gold) - 2), len(gold) + 3)
+    best: tuple[float, int, str] = (0.0, 0, "")
+    for part in (p for pair in texts for p in pair):
+        words = part.split()
+        tokens = [_f1_tokens(w) for w in words]
+        for i in range(len(words)):
+            if not wanted.intersection(tokens[i]):
+                continue  # a window starting on a word the answer lacks can be trimmed: skip
+            for length in lengths:
+                if i + length > len(words):
+                    break
+                window = [t for ts in tokens[i : i + length] for t in ts]
+                if not window:
+                    continue
+                score = _f1(window, gold)
+                if score > best[0] or (score == best[0] and score and length < best[1]):
+                    text = re.sub(r"^\W+|\W+$", "", " ".join(words[i : i + length]))
+                    best = (score, length, text)
+    if best[0] >= 0.5 and best[2]:
+        return best[2], True
+    return short, False
+
+
+# --- comparison questions -----------------------------------------------------------------
+
+_YES_NO_START = frozenset("is are was were do does did can could has have had".split())
+_QUESTION_WORDS = frozenset("which who whom whose what where when how why".split())
+_MAX_CHOICE_WORDS = 8
+
+
+def _capitalised_tail(text: str) -> str:
+    """The run of capitalised words (with name connectors) that ends ``text``: the first
+    alternative of a question written without a comma ("...started first Arthur's Magazine")."""
+    words = text.split()
+    start = len(words)
+    while start > 0:
+        word = words[start - 1]
+        inside = start < len(words) and fold(word) in _CONNECTORS
+        if not (word[0].isupper() or word[0].isdigit() or inside):
+            break
+        start -= 1
+    while start < len(words) and fold(words[start]) in _CONNECTORS:
+        start += 1
+    if start < len(words) and fold(words[start]) in _QUESTION_WORDS | _YES_NO_START:
+        return ""
+    return " ".join(words[start:])
+
+
+def choices(question: str) -> list[str]:
+    """The alternatives a comparison question offers, as written: "Which band was formed first,
+    Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]. Yes/no questions ("Are X or Y
+    ...?") and questions without an "A or B" pattern give []."""
+    text = " ".join(question.split())
+    words = text.split()
+    if not words or fold(words[0]).strip("\"'") in _YES_NO_START:
+        return []
+    match = list(re.finditer(r"\s+or\s+", text))
+    if not match:
+        return []
+    last_or = match[-1]
+    after = re.split(r"[,?]", text[last_or.end() :], maxsplit=1)[0].strip()
+    head = text[: last_or.start()].rstrip().rstrip(",")  # "A, B, or C" (serial comma)
+    if ":" in head:
+        pieces = head[head.rfind(":") + 1 :].split(",")
+    elif "," in head:
+        parts = head.split(",")
+        pieces = [parts[-1]]
+        # "..., A, B or C": earlier comma-separated parts are alternatives too, back to the part
+        # that opens the question ("Which is oldest"); with no such part, only the last counts.
+        opened = False
+        for earlier in reversed(parts[:-1]):
+            first = earlier.split()[:1]
+            if not first or len(earlier.split()) > _MAX_CHOICE_WORDS:
+                opened = True
+                break
+            if fold(first[0]) in _QUESTION_WORDS | _YES_NO_START:
+                opened = True
+                break
+            pieces.insert(0, earlier)
+        if not opened:
+            pieces = [parts[-1]]
+    else:
+        pieces = [_capitalised_tail(head)]
+    alternatives = [*(p for piece in pieces for p in re.split(r"\s+or\s+", piece)), after]
+    alternatives = [re.sub(r"^(?:either|or)\s+", "", a.strip(), flags=re.I) for a in alternatives]
+    alternatives = [a.strip(" \"'") for a in alternatives]
+    if len(alternatives) < 2 or not all(alternatives):
+        return []
+    if any(len(a.split()) > _MAX_CHOICE_WORDS for a in alternatives):
+        return []
+    return alternatives
+
+
+def _contains(outer: str, inner: str) -> bool:
+    return bool(inner) and f" {inner} " in f" {outer} "
+
+
+def pick_choice(short: str, long: str, question: str) -> str:
+    """Resolve the short answer to one of the question's alternatives, as the question writes
+    it: a direct match first, else the only alternative the long answer names; otherwise the
+    short answer unchanged (it may be right in a form we cannot map)."""
+    options = choices(question)
+    if not options:
+        return short
+    target = normalize_answer(short)
+    normalised = [normalize_answer(o) for o in options]
+    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
+    if len(equal) == 1:
+        return equal[0]
+    overlapping = [
+        o
+        for o, n in zip(options, normalised, strict=True)
+        if _contains(n, target) or _contains(target, n)
+    ]
+    if len(overlapping) == 1:
+        return overlapping[0]
+    said = normalize_answer(long)
+    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
+    if len(named) == 1:
+        return named[0]
+    return short

@@ -1,0 +1,94 @@
+"""Finding support and the answer step's choice of passages: pure functions, no model."""
+
+from __future__ import annotations
+
+from agent.evidence import Finding, relevance, select_evidence, support
+
+BAND = {
+    "id": "band",
+    "title": "Tinted Windows (band)",
+    "text": "Tinted Windows is an American rock supergroup. They played their first show at "
+    "Cain's Ballroom in Tulsa, Oklahoma on March 18, 2009.",
+}
+ALBUM = {
+    "id": "album",
+    "title": "Tinted Windows (album)",
+    "text": "Tinted Windows is the debut album by the supergroup Tinted Windows.",
+}
+COC = {
+    "id": "coc",
+    "title": "Corrosion of Conformity",
+    "text": "Corrosion of Conformity released their album on February 28, 2012.",
+}
+TULSA = {
+    "id": "tulsa",
+    "title": "Tulsa, Oklahoma",
+    "text": "Tulsa is the second-largest city in the state of Oklahoma.",
+}
+HANSON = {
+    "id": "hanson",
+    "title": "Hanson (band)",
+    "text": "Hanson is a pop rock band from Tulsa formed by three brothers.",
+}
+PASSAGES = {p["id"]: p for p in (BAND, ALBUM, COC, TULSA, HANSON)}
+
+
+def test_a_span_its_cited_passage_holds_is_supported() -> None:
+    assert support("Cain's Ballroom", [BAND], [BAND, COC]) == ["band"]
+    assert support("tulsa", [BAND], [BAND]) == ["band"]  # case and punctuation ignored
+
+
+def test_a_wrong_passage_number_is_repaired_from_the_shown_ones() -> None:
+    assert support("Tulsa, Oklahoma", [COC], [COC, BAND]) == ["band"]
+
+
+def test_an_invented_span_is_unsupported() -> None:
+    assert support("New York", [BAND], [BAND, COC, ALBUM]) == []
+    assert support("", [BAND], [BAND]) == []
+    assert support("unknown", [BAND], [BAND]) == []
+
+
+def test_a_restated_span_counts_when_its_words_are_in_one_passage() -> None:
+    # the words are there, not the phrase: "Tulsa Oklahoma" from "Tulsa, Oklahoma"
+    assert support("Tulsa Oklahoma", [], [COC, BAND]) == ["band"]
+    # a sentence-long reply is not a span: too many words to check this way
+    long = "the band first played a show in the city of Tulsa in the state of Oklahoma in 2009"
+    assert support(long, [BAND], [BAND]) == []
+
+
+def test_yes_no_is_supported_only_by_a_cited_passage_that_was_shown() -> None:
+    assert support("yes", [BAND], [BAND]) == ["band"]
+    assert support("no", [], [BAND]) == []
+    assert support("yes", [COC], [BAND]) == []
+
+
+def test_relevance_rewards_the_bridge_entity_a_finding_named() -> None:
+    question = "The band who released Tinted Windows played first in what city?"
+    with_bridge = relevance(
+        question, [Finding("city of first show", "Tulsa", ("band",))], [TULSA, COC]
+    )
+    without = relevance(question, [], [TULSA, COC])
+    assert with_bridge["tulsa"] > with_bridge["coc"]
+    assert with_bridge["tulsa"] > without["tulsa"]
+
+
+def test_evidence_puts_each_findings_passage_first_then_ranks_the_rest() -> None:
+    question = "The band who released the debut album Tinted Windows had its first show where?"
+    findings = [
+        Finding("band of the album Tinted Windows", "Tinted Windows", ("album", "band")),
+        Finding("first show of Tinted Windows", "Cain's Ballroom", ("band",)),
+    ]
+    ranked = [["coc", "album", "hanson"], ["tulsa", "band", "coc"]]
+    chosen = select_evidence(question, findings, ranked, PASSAGES, limit=4)
+    # each finding's first passage, then the findings' other sources, then by relevance
+    assert chosen[:2] == ["album", "band"]
+    assert len(chosen) == 4 and len(set(chosen)) == 4
+    assert select_evidence(question, findings, ranked, PASSAGES, limit=4) == chosen  # stable
+
+
+def test_evidence_without_findings_ranks_by_the_question_and_breaks_ties_by_rank() -> None:
+    ranked = [["hanson", "tulsa"], ["coc"]]
+    chosen = select_evidence("Which city is Hanson from?", [], ranked, PASSAGES, limit=2)
+    assert chosen == ["hanson", "tulsa"]
+    # ids no search returned are never shown, and the limit holds
+    assert select_evidence("q", [Finding("x", "y", ("gone",))], [[]], PASSAGES, 3) == []
