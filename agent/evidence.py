@@ -14,11 +14,20 @@ planner then chased its inventions. So here:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchers.verification import _WORD, YES_NO, _stem, fold, key_terms, normalize_answer
+from searchers.verification import (
+    _WORD,
+    STOPWORDS,
+    YES_NO,
+    _stem,
+    fold,
+    key_terms,
+    normalize_answer,
+)
 
 # A finding that is a sentence rather than a span is checked word by word: most of its content
 # words must occur together in one passage.
@@ -30,20 +39,53 @@ def _haystack(passage: Mapping[str, Any]) -> str:
     return f" {normalize_answer(str(passage.get('title', '')) + ' ' + str(passage['text']))} "
 
 
+_CAPITALIZED = re.compile(r"^[A-Z0-9]")
+
+
+def anchors(query: str) -> set[str]:
+    """The query's names and numbers (folded, stemmed): what a passage answering it is about.
+    "city of Tinted Windows" -> {"tinted", "windows"}."""
+    words = _WORD.findall(query)
+    return {
+        _stem(fold(w))
+        for w in words
+        if _CAPITALIZED.match(w) and fold(w) not in STOPWORDS and len(w) > 1
+    }
+
+
+def restates(answer: str, query: str) -> bool:
+    """An answer made only of the query's own words answers nothing ("first performance of
+    Tinted Windows" -> "Tinted Windows")."""
+    said = set(normalize_answer(answer).split())
+    return bool(said) and said <= set(normalize_answer(query).split())
+
+
 def support(
-    answer: str, cited: Sequence[Mapping[str, Any]], shown: Sequence[Mapping[str, Any]]
+    answer: str,
+    cited: Sequence[Mapping[str, Any]],
+    shown: Sequence[Mapping[str, Any]],
+    query: str = "",
 ) -> list[str]:
     """The ids of the passages that hold ``answer``: the cited ones if they do, else any shown
     one that does (the model's numbers are often off by one); [] means unsupported.
 
-    A yes/no answer has no span to look for: it is supported by the passages the model cited,
-    if it cited any of the shown ones."""
+    A passage counts only if it also names one of the query's names (when the query has
+    any): a span lifted from a passage about something else ("Chicago", from an essay titled
+    "Chicago: City on the Make", for "city of Tinted Windows") is not a finding. An answer
+    that only repeats the query's words is none either. A yes/no answer has no span to look
+    for: it is supported by the passages the model cited, if it cited any of the shown ones."""
     target = normalize_answer(answer)
     if not target or target in {"none", "unknown", "not found", "n a", "no answer"}:
         return []
     if target in YES_NO:
         shown_ids = {str(p["id"]) for p in shown}
         return [str(p["id"]) for p in cited if str(p["id"]) in shown_ids]
+    if query and restates(answer, query):
+        return []
+    names = anchors(query)
+    if names:
+        cited = [p for p in cited if names & _words(p)]
+        shown = [p for p in shown if names & _words(p)]
     for pool in (cited, shown):
         found = [str(p["id"]) for p in pool if f" {target} " in _haystack(p)]
         if found:

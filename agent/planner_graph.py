@@ -132,6 +132,26 @@ def _clean_queries(raw: list[str], asked: set[str], limit: int) -> list[tuple[st
     return kept
 
 
+def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str]]:
+    """The planned queries that are about the question: each shares a content word with it,
+    or builds on such a query through ``#n``. The local model sometimes copies the prompt's
+    pattern ("director of X") instead of the question's names; searching that wastes a round
+    and, worse, its answer would be filled into the queries that build on it."""
+    words = set(query_key(question).split())
+    kept: list[tuple[str, str]] = []
+    numbers: dict[int, int] = {}  # position in the plan as written -> position kept
+    for i, (query, key) in enumerate(pairs, start=1):
+        refs = {int(n) for n in _REF.findall(query)}
+        if refs and not refs <= set(numbers):
+            continue  # builds on a query that was dropped
+        if not refs and not words & set(key.split()):
+            continue
+        renumbered = _REF.sub(lambda m: f"#{numbers.get(int(m.group(1)), 0)}", query)
+        numbers[i] = len(kept) + 1
+        kept.append((renumbered, key))
+    return kept
+
+
 def _plan_sub_queries(
     pairs: list[tuple[str, str]], start: int, origin: str
 ) -> tuple[list[SubQuery], list[SubQuery]]:
@@ -230,7 +250,17 @@ async def decompose(
     raw: list[str] = []
     if run.planner.decompose:
         raw, errors = await _plan(runtime, state, limit)
-    pairs = _clean_queries(raw, set(), limit) or _clean_queries([question], set(), 1)
+    pairs = on_topic(_clean_queries(raw, set(), limit), question)
+    if len(pairs) < len(raw):
+        errors += (
+            [
+                f"decompose: kept {len(pairs)} of {len(raw)} planned queries (duplicates, "
+                "or none of the question's words)"
+            ]
+            if raw
+            else []
+        )
+    pairs = pairs or _clean_queries([question], set(), 1)
     ready, waiting = _plan_sub_queries(pairs, 0, "decompose")
     if not run.planner.summarize:
         # no findings, so no answers to fill in: every query goes out now, #n spelled out
@@ -361,7 +391,9 @@ def _finding(
 ) -> dict[str, Any]:
     """A query's finding record; ``answered`` means supported by its passages."""
     span = " ".join(answer.split())[:MAX_FINDING_CHARS]
-    sources = support(span, [h.to_json() for h in cited], [h.to_json() for h in shown])
+    sources = support(
+        span, [h.to_json() for h in cited], [h.to_json() for h in shown], sub["query"]
+    )
     return {
         "id": sub["id"],
         "query": sub["query"],
@@ -641,7 +673,11 @@ async def verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> Command[L
         stopped = limit_reason
         verdict.update(sufficient=False, reason="open queries, but a limit was reached")
     else:
-        room = run.budgets.max_sub_queries - len(state.get("sub_queries", {}))
+        # one follow-up per open query: more only multiplies searches and findings
+        room = min(
+            run.budgets.max_sub_queries - len(state.get("sub_queries", {})),
+            max(1, len(open_queries)),
+        )
         limit = max(1, min(MAX_QUERIES_PER_CALL, room))
         try:
             reply = await ask(

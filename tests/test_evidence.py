@@ -92,3 +92,21 @@ def test_evidence_without_findings_ranks_by_the_question_and_breaks_ties_by_rank
     assert chosen == ["hanson", "tulsa"]
     # ids no search returned are never shown, and the limit holds
     assert select_evidence("q", [Finding("x", "y", ("gone",))], [[]], PASSAGES, 3) == []
+
+
+def test_a_span_from_a_passage_about_something_else_is_unsupported() -> None:
+    essay = {
+        "id": "essay",
+        "title": "Chicago: City on the Make",
+        "text": "Chicago: City on the Make is an essay by Nelson Algren published in 1951.",
+    }
+    assert support("Chicago", [essay], [essay, BAND], "city of Tinted Windows") == []
+    assert support("Tulsa", [essay], [essay, BAND], "city of Tinted Windows") == ["band"]
+    # a query with no names cannot be anchored: the span alone decides
+    assert support("Chicago", [essay], [essay], "which city is on the make") == ["essay"]
+
+
+def test_an_answer_that_only_repeats_the_query_is_unsupported() -> None:
+    query = "first performance of Tinted Windows"
+    assert support("Tinted Windows", [BAND], [BAND], query) == []
+    assert support("Cain's Ballroom", [BAND], [BAND], query) == ["band"]

@@ -225,7 +225,7 @@ async def test_an_unsupported_finding_is_not_followed(index) -> None:
     def summarize(messages: list[BaseMessage]) -> str:
         return finding(
             user_text(messages),
-            **{"tower in Paris": ("Paris", "Paris")},
+            **{"French city": ("Paris", "Paris")},
             Eiffel=("Lyon", "Paris"),
         )
 
@@ -233,7 +233,7 @@ async def test_an_unsupported_finding_is_not_followed(index) -> None:
         routes={
             "decompose": reply(queries=["city where the Eiffel Tower stands", "river of #1"]),
             "summarize": summarize,
-            "verify": reply(sufficient=False, queries=["city of the Eiffel tower in Paris"]),
+            "verify": reply(sufficient=False, queries=["French city of the Eiffel tower"]),
             "answer": reply(short_answer="Seine", answer="The Seine flows through Paris [1]."),
         }
     )
