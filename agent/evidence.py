@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.citation_check import choices
 from searchers.verification import (
     _WORD,
     STOPWORDS,
@@ -39,25 +40,36 @@ def _haystack(passage: Mapping[str, Any]) -> str:
     return f" {normalize_answer(str(passage.get('title', '')) + ' ' + str(passage['text']))} "
 
 
-_CAPITALIZED = re.compile(r"^[A-Z0-9]")
+_NAME_RUN = re.compile(r"\b(?:[A-Z0-9][\w'’.-]*\s+){0,5}[A-Z0-9][\w'’.-]*")
+_QUOTED = re.compile(r"[\"'‘“`]([^\"'’”`]{3,80})[\"'’”`]")
 
 
-def anchors(query: str) -> set[str]:
-    """The query's names and numbers (folded, stemmed): what a passage answering it is about.
-    "city of Tinted Windows" -> {"tinted", "windows"}."""
-    words = _WORD.findall(query)
-    return {
-        _stem(fold(w))
-        for w in words
-        if _CAPITALIZED.match(w) and fold(w) not in STOPWORDS and len(w) > 1
-    }
+def anchors(query: str) -> list[frozenset[str]]:
+    """The query's names and numbers, each as the set of its words (folded, stemmed): what a
+    passage answering it is about. "city of Tinted Windows" -> [{"tinted", "window"}]."""
+    found: list[frozenset[str]] = []
+    for run in [*_QUOTED.findall(query), *_NAME_RUN.findall(query)]:
+        words = frozenset(_stem(fold(w)) for w in _WORD.findall(run) if fold(w) not in STOPWORDS)
+        if words and words not in found:
+            found.append(words)
+    return found
+
+
+def names_one(names: Sequence[frozenset[str]], passage: Mapping[str, Any]) -> bool:
+    """Does the passage name one of ``names`` (all of that name's words)?"""
+    words = _words(passage)
+    return any(name <= words for name in names)
 
 
 def restates(answer: str, query: str) -> bool:
     """An answer made only of the query's own words answers nothing ("first performance of
-    Tinted Windows" -> "Tinted Windows")."""
+    Tinted Windows" -> "Tinted Windows"), unless the query offers it as an alternative
+    ("Who was older, A or B?" -> "B")."""
     said = set(normalize_answer(answer).split())
-    return bool(said) and said <= set(normalize_answer(query).split())
+    if not said or not said <= set(normalize_answer(query).split()):
+        return False
+    offered = {normalize_answer(c) for c in choices(query)}
+    return normalize_answer(answer) not in offered
 
 
 def support(
@@ -84,8 +96,8 @@ def support(
         return []
     names = anchors(query)
     if names:
-        cited = [p for p in cited if names & _words(p)]
-        shown = [p for p in shown if names & _words(p)]
+        cited = [p for p in cited if names_one(names, p)]
+        shown = [p for p in shown if names_one(names, p)]
     for pool in (cited, shown):
         found = [str(p["id"]) for p in pool if f" {target} " in _haystack(p)]
         if found:

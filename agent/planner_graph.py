@@ -41,6 +41,7 @@ import prompts
 from agent.citation_check import (
     SourceText,
     check_citations,
+    choices,
     ground_short_answer,
     pick_choice,
 )
@@ -59,6 +60,8 @@ FINDINGS_MAX_TOKENS = 200
 VERIFY_MAX_TOKENS = 160
 ANSWER_MAX_TOKENS = 256
 _REF = re.compile(r"#(\d{1,2})\b")
+_PLACEHOLDER = re.compile(r"\b[YZ]\b")
+_ECHO = re.compile(r"\s*->.*$|\bNOT FOUND\b")
 
 
 class QueryPlan(BaseModel):
@@ -138,9 +141,13 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
     pattern ("director of X") instead of the question's names; searching that wastes a round
     and, worse, its answer would be filled into the queries that build on it."""
     words = set(query_key(question).split())
+    offered = choices(question)
     kept: list[tuple[str, str]] = []
     numbers: dict[int, int] = {}  # position in the plan as written -> position kept
     for i, (query, key) in enumerate(pairs, start=1):
+        if len(offered) >= 2:  # the prompt's "Y or Z" pattern, copied: fill in the real names
+            query = _PLACEHOLDER.sub(lambda m: offered[ord(m.group(0)) - ord("Y")], query)
+            key = query_key(query)
         refs = {int(n) for n in _REF.findall(query)}
         if refs and not refs <= set(numbers):
             continue  # builds on a query that was dropped
@@ -251,14 +258,10 @@ async def decompose(
     if run.planner.decompose:
         raw, errors = await _plan(runtime, state, limit)
     pairs = on_topic(_clean_queries(raw, set(), limit), question)
-    if len(pairs) < len(raw):
-        errors += (
-            [
-                f"decompose: kept {len(pairs)} of {len(raw)} planned queries (duplicates, "
-                "or none of the question's words)"
-            ]
-            if raw
-            else []
+    if raw and len(pairs) < len(raw):
+        errors.append(
+            f"decompose: kept {[q for q, _ in pairs]} of {raw} (the rest repeated a query or "
+            "shared no word with the question)"
         )
     pairs = pairs or _clean_queries([question], set(), 1)
     ready, waiting = _plan_sub_queries(pairs, 0, "decompose")
@@ -593,6 +596,8 @@ def _follow_ups(raw: list[str], state: PlannerState, room: int) -> tuple[list[Su
     kept: list[SubQuery] = []
     dropped: list[str] = []
     start = len(subs)
+    # the model sometimes echoes the findings' format back ("q -> answer", "NOT FOUND")
+    raw = [_ECHO.sub("", str(q)) for q in raw]
     for query, key in _clean_queries(raw, set(asked), MAX_QUERIES_PER_CALL):
         if any(_similar(query, a["query"]) for a in answered) or len(kept) >= room:
             dropped.append(query)

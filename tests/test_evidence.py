@@ -110,3 +110,18 @@ def test_an_answer_that_only_repeats_the_query_is_unsupported() -> None:
     query = "first performance of Tinted Windows"
     assert support("Tinted Windows", [BAND], [BAND], query) == []
     assert support("Cain's Ballroom", [BAND], [BAND], query) == ["band"]
+
+
+def test_a_passage_must_name_a_whole_name_of_the_query() -> None:
+    river = {"id": "r", "title": "Mthatha River", "text": "The Mthatha River flows alone."}
+    moselle = {"id": "m", "title": "Moselle", "text": "The Moselle flows past Trier."}
+    query = "river next to the town where 'I Drink My Coffee Alone' comes from? Trier, Germany"
+    # "Alone" is one word of a name, not the name: the Mthatha passage names nothing asked
+    assert support("Mthatha River", [river], [river, moselle], query) == []
+    assert support("Moselle", [river], [river, moselle], query) == ["m"]
+
+
+def test_an_alternative_the_query_offers_is_an_answer_not_a_restatement() -> None:
+    query = "Who was older, Tinted Windows or Hanson?"
+    assert support("Hanson", [HANSON], [HANSON], query) == ["hanson"]
+    assert support("older", [HANSON], [HANSON], query) == []

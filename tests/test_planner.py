@@ -587,3 +587,39 @@ def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
     agent = agent_with(two_hop_chat(), [KeywordSearcher(index), ExplodingSearcher()])
     nodes = set(agent._graph.get_graph().nodes)
     assert {"search_keywords", "search_exploding", "summarize", "verify"} <= nodes
+
+
+def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() -> None:
+    from agent.planner_graph import on_topic
+    from agent.planner_state import query_key
+
+    def plan(*queries: str) -> list[tuple[str, str]]:
+        return [(q, query_key(q)) for q in queries]
+
+    question = "Who was born first, Ada Lovelace or Alan Turing?"
+    kept = on_topic(plan("birth date of Y", "birth date of Z"), question)
+    assert [q for q, _ in kept] == ["birth date of Ada Lovelace", "birth date of Alan Turing"]
+    question = "Which river flows through the city where the Eiffel Tower stands?"
+    kept = on_topic(
+        plan("director of X", "country of #1", "city of the Eiffel Tower", "river of #3"),
+        question,
+    )
+    # the copied pattern and the query built on it go; the kept reference is renumbered
+    assert [q for q, _ in kept] == ["city of the Eiffel Tower", "river of #1"]
+
+
+async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> None:
+    chat = RoutedChatModel(
+        routes={
+            "decompose": reply(queries=["Who wrote The Hobbit?"]),
+            "summarize": lambda m: finding(user_text(m)),
+            "verify": reply(
+                sufficient=False, queries=["Who wrote The Hobbit? -> NOT FOUND -> Tolkien"]
+            ),
+            "answer": reply(short_answer="Tolkien", answer="Tolkien wrote it [1]."),
+        }
+    )
+    searcher = KeywordSearcher(index)
+    await agent_with(chat, [searcher]).ask("Who was the author of The Hobbit?")
+    # what is left after the echo is the query already asked: nothing new is searched
+    assert searcher.queries == ["Who wrote The Hobbit?"]
