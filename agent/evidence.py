@@ -34,6 +34,7 @@ from searchers.verification import (
 # words must occur together in one passage.
 MIN_WORD_SHARE = 0.8
 MAX_SPAN_WORDS = 10
+MAX_FINDING_WORDS = 12
 
 
 def _haystack(passage: Mapping[str, Any]) -> str:
@@ -93,6 +94,8 @@ def support(
         shown_ids = {str(p["id"]) for p in shown}
         return [str(p["id"]) for p in cited if str(p["id"]) in shown_ids]
     if query and restates(answer, query):
+        return []
+    if len(target.split()) > MAX_FINDING_WORDS:  # a retold passage, not an answer span
         return []
     names = anchors(query)
     if names:

@@ -168,6 +168,7 @@ def _plan_sub_queries(
     waiting: list[SubQuery] = []
     for i, (query, key) in enumerate(pairs):
         own = start + i + 1
+        query = implicit_refs(query, [q for q, _ in pairs[:i]])
         refs = sorted({int(n) for n in _REF.findall(query)})
         needs = [f"q{start + n}" for n in refs if 1 <= n < i + 1]
         if len(needs) < len(refs):  # a dangling reference: drop the marks it left
@@ -177,6 +178,27 @@ def _plan_sub_queries(
         )
         (waiting if needs else ready).append(sub)
     return ready, waiting
+
+
+MIN_IMPLICIT_WORDS = 3
+
+
+def implicit_refs(query: str, earlier: list[str]) -> str:
+    """``query`` with the words of an earlier query it repeats replaced by ``#n``: the local
+    model often writes "river next to the town where X comes from" after planning "town where X
+    comes from", where it meant "river next to #2". Quotes and case are ignored; the longest
+    earlier query is tried first, and only queries of three words or more."""
+    order = sorted(range(len(earlier)), key=lambda n: -len(earlier[n]))
+    for n in order:
+        words = [w for w in re.split(r"[\s\"'‘’“”`]+", earlier[n]) if w]
+        if len(words) < MIN_IMPLICIT_WORDS or _REF.search(earlier[n]):
+            continue
+        quote = r"[\"'‘’“”`]?"
+        pattern = quote + r"[\s\"'‘’“”`]*".join(re.escape(w) for w in words) + quote
+        replaced = re.sub(pattern, f"#{n + 1}", query, count=1, flags=re.IGNORECASE)
+        if replaced != query and replaced.strip() != f"#{n + 1}":
+            query = replaced
+    return query
 
 
 def _drop_dangling(query: str, valid: set[int]) -> str:
@@ -536,7 +558,7 @@ def _spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState |
     def fill(match: re.Match[str]) -> str:
         qid = f"q{match.group(1)}"
         answer = _answer_of(qid, state) if state is not None else None
-        if answer and query_key(answer) not in {"yes", "no"}:
+        if answer and query_key(answer) not in {"yes", "no"} and len(answer.split()) <= 8:
             return answer
         return f"({subs[qid]['query']})" if qid in subs else ""
 

@@ -10,6 +10,7 @@ tables go to stdout, progress bars to stderr.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -236,6 +237,30 @@ def compare_command(
         datasets = sorted({Path(str(m.get("dataset"))).name for _, m in loaded})
         plot_scores(labelled, plot, f"{len(loaded)} runs on {', '.join(datasets)}")
         out.print(f"[dim]{plot}[/dim]", highlight=False)
+
+
+@eval_app.command("losses")
+def losses_command(
+    runs: Annotated[list[Path], typer.Argument(help="run directories (with details.jsonl)")],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="also write the table as markdown here")
+    ] = None,
+    common: Annotated[
+        bool, typer.Option("--common/--all", help="only the questions every run finished")
+    ] = True,
+) -> None:
+    """Why each run's wrong answers are wrong: wrong span, gold not retrieved, not in the
+    answer's context, misread (read from the rows; nothing is re-run)."""
+    from evals.losses import losses_markdown
+
+    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
+    if missing:
+        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    text = losses_markdown([Path(run) for run in runs], common=common)
+    sys.stdout.write(text)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(text, encoding="utf-8")
 
 
 @eval_app.command("suite")

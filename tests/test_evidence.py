@@ -125,3 +125,8 @@ def test_an_alternative_the_query_offers_is_an_answer_not_a_restatement() -> Non
     query = "Who was older, Tinted Windows or Hanson?"
     assert support("Hanson", [HANSON], [HANSON], query) == ["hanson"]
     assert support("older", [HANSON], [HANSON], query) == []
+
+
+def test_a_retold_passage_is_not_a_finding() -> None:
+    retold = "Tinted Windows is an American rock supergroup. They played their first show at"
+    assert support(retold, [BAND], [BAND], "first show of Tinted Windows") == []

@@ -623,3 +623,16 @@ async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> No
     await agent_with(chat, [searcher]).ask("Who was the author of The Hobbit?")
     # what is left after the echo is the query already asked: nothing new is searched
     assert searcher.queries == ["Who wrote The Hobbit?"]
+
+
+def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
+    from agent.planner_graph import implicit_refs
+
+    earlier = ["origin of the song Alone", "town where 'Coffee Alone' comes from"]
+    query = 'river next to the town where "Coffee Alone" comes from'
+    assert implicit_refs(query, earlier) == "river next to the #2"
+    # a query that is only the earlier one, or shorter than three words, is left alone
+    assert implicit_refs("town where Coffee Alone comes from", earlier[1:]) == (
+        "town where Coffee Alone comes from"
+    )
+    assert implicit_refs("birth date of Ada", ["of Ada"]) == "birth date of Ada"
