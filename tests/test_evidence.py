@@ -128,5 +128,5 @@ def test_an_alternative_the_query_offers_is_an_answer_not_a_restatement() -> Non
 
 
 def test_a_retold_passage_is_not_a_finding() -> None:
-    retold = "Tinted Windows is an American rock supergroup. They played their first show at"
+    retold = "Tinted Windows is an American rock supergroup. They played their first show at Cain's"
     assert support(retold, [BAND], [BAND], "first show of Tinted Windows") == []
