@@ -65,8 +65,32 @@ FACTS = {
 }
 
 
-# What the findings call copies out of the passages: spans they hold (1937, not the reader's 1936).
-SPANS = {"Eiffel": "Seine", "Bilbo": "1937", "Danube": "yes"}
+# The scripted plans: two hops for the two bridge questions (the second waits for the first's
+# answer), the question itself for the yes/no one.
+PLANS = {
+    "Eiffel": ["city where the Eiffel Tower stands", "river that flows through #1"],
+    "Bilbo": ["novel whose title character is Bilbo Baggins", "year #1 was first published"],
+}
+# What the findings call copies out of the passages, by a phrase of the query: spans the
+# passages hold (1937, not the reader's 1936).
+SPANS = {
+    "Eiffel Tower stands": "Paris",
+    "flows through Paris": "Seine",
+    "Bilbo Baggins": "The Hobbit",
+    "The Hobbit was first published": "1937",
+    "Danube": "yes",
+}
+
+
+def findings(messages: list[BaseMessage]) -> str:
+    items = []
+    for line in str(messages[-1].content).splitlines():
+        if line.startswith("Query "):
+            number, query = line.removeprefix("Query ").split(": ", 1)
+            span = next((v for k, v in SPANS.items() if k in query), "")
+            items.append({"query": int(number), "answer": span, "passages": [1]})
+    return json.dumps({"findings": items})
+
 
 
 def _topic(messages: list[BaseMessage]) -> str:
@@ -92,12 +116,12 @@ def scripted_chat(**kwargs: Any) -> RoutedChatModel:
         routes={
             "rag_answer": lambda m: reply(answer=SCRIPTED[_topic(m)]),
             "closed_book": lambda m: reply(answer=SCRIPTED[_topic(m)]),
-            "decompose": lambda m: reply(queries=[_first_line_after(m, "Question:")]),
+            "decompose": lambda m: reply(
+                queries=PLANS.get(_topic(m)) or [_first_line_after(m, "Question:")]
+            ),
             "rewrite": lambda m: reply(query=_first_line_after(m, "Query:")),
             "hyde": lambda m: reply(passage=FACTS[_topic(m)]),
-            "summarize": lambda m: reply(
-                findings=[{"query": 1, "answer": SPANS[_topic(m)], "passages": [1]}]
-            ),
+            "summarize": findings,
             "verify": reply(sufficient=True, queries=[]),
             "answer": lambda m: reply(short_answer=SCRIPTED[_topic(m)], answer="As found [1]."),
         },
@@ -190,34 +214,39 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
     assert (index_dir / "manifest.json").read_text() == manifest  # not rebuilt
     assert set(full) >= REQUIRED_METRICS and full["pipeline"] == "full"
     assert full["em"] == pytest.approx(200 / 3, abs=0.01)
-    # decompose, sparse rewrite, one findings call, answer: four calls per question. The dense
-    # searcher's probe of the query as written verifies, so it writes no HyDE passage; the
-    # finding is a span of its passages, so the evidence suffices with no verify call.
-    assert full["llm_calls_per_question"] == 4.0
+    # per question: decompose, a sparse rewrite per atomic query (LevelRAG's order here), one
+    # findings call per round, the answer; the two bridge questions run two hops. Every finding
+    # is a span of a passage naming its query's subject: no verify call. The dense searcher
+    # probes each query as written and writes a HyDE passage for the one that fails coverage.
     routes = [name for name, _ in chat_full.seen]
     assert {r: routes.count(r) for r in set(routes)} == {
         "decompose": 3,
-        "rewrite": 3,
-        "summarize": 3,
+        "rewrite": 5,
+        "hyde": 1,
+        "summarize": 5,
         "answer": 3,
     }
-    assert chat_full.count("answer") == 3
+    assert full["llm_calls_per_question"] == pytest.approx(17 / 3, abs=0.01)
     details = {r["id"]: r for r in rows(out_full)}
     # the summaries state the facts: the context the answer step saw holds the gold answer
     assert details["tiny-1"]["retrieval_success"] == 1.0
     assert details["tiny-2"]["retrieval_success"] == 1.0
     assert details["tiny-1"]["gold_recall"] == 1.0
     assert (out_full / "report.md").is_file() and (out_full / "metrics.png").is_file()
-    # each row says what the planner did: one round (verify said sufficient), the question as
-    # its one atomic query (the scripted decomposition), and why it stopped
+    # each row says what the planner did: two rounds (the second hop waited for "Paris"), its
+    # atomic queries with their findings, and why it stopped
     planner = details["tiny-1"]["planner"]
-    assert planner["rounds"] == 1 and planner["stopped"] == "sufficient"
-    assert [q["origin"] for q in planner["sub_queries"]] == ["decompose"]
-    assert planner["sub_queries"][0]["query"] == details["tiny-1"]["question"]
-    assert full["planner_queries_per_question"] == 1.0
+    assert planner["rounds"] == 2 and planner["stopped"] == "sufficient"
+    assert [q["origin"] for q in planner["sub_queries"]] == ["decompose", "decompose"]
+    assert [(q["query"], q["finding"]) for q in planner["sub_queries"]] == [
+        ("city where the Eiffel Tower stands", "Paris"),
+        ("river that flows through Paris", "Seine"),
+    ]
+    assert planner["sources"][:2] == ["Eiffel Tower", "Seine"]
+    assert full["planner_queries_per_question"] == pytest.approx(5 / 3, abs=0.01)
     assert full["planner_stopped"] == {"sufficient": 3}
     assert (
-        "Planner: 1.00 rounds and 1.00 atomic queries a question, 0.00 of them follow-ups. "
+        "Planner: 1.67 rounds and 1.67 atomic queries a question, 0.00 of them follow-ups. "
         "Stopped: sufficient 3." in (out_full / "report.md").read_text()
     )
     assert "planner" not in rows(out)[0]  # vanilla RAG rows carry no planner record
@@ -232,22 +261,22 @@ async def test_a_run_served_from_the_llm_cache_says_what_it_would_cost(
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "first", limit=1)
     first = await run_eval(config, context(eval_settings, scripted_chat(cache=cache), embeddings))
     (row,) = rows(tmp_path / "first")
-    assert row["llm_calls"] == 4 and row["llm_cache_hits"] == 0
-    assert row["prompt_tokens"] == 40 and row["cache_hit_prompt_tokens"] == 0
+    assert row["llm_calls"] == 7 and row["llm_cache_hits"] == 0
+    assert row["prompt_tokens"] == 70 and row["cache_hit_prompt_tokens"] == 0
 
     again = scripted_chat(cache=cache)
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "again", limit=1)
     metrics = await run_eval(config, context(eval_settings, again, embeddings))
     assert again.seen == []  # every call came from the cache
     (row,) = rows(tmp_path / "again")
-    assert row["llm_calls"] == 4 and row["llm_cache_hits"] == 4
-    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 40
-    assert metrics["llm_cache_hits_per_question"] == 4.0
+    assert row["llm_calls"] == 7 and row["llm_cache_hits"] == 7
+    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 70
+    assert metrics["llm_cache_hits_per_question"] == 7.0
     assert (
         metrics["prompt_tokens_without_cache_per_question"] == first["prompt_tokens_per_question"]
     )
     assert (
-        "served from the cache: 4.00 a question" in (tmp_path / "again" / "report.md").read_text()
+        "served from the cache: 7.00 a question" in (tmp_path / "again" / "report.md").read_text()
     )
 
 
