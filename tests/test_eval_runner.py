@@ -92,7 +92,6 @@ def findings(messages: list[BaseMessage]) -> str:
     return json.dumps({"findings": items})
 
 
-
 def _topic(messages: list[BaseMessage]) -> str:
     """The topic of the question or query a prompt is about (its first user line only: the
     passages below it mention other topics)."""
