@@ -338,6 +338,13 @@ def scripted_result(
         seconds=seconds,
         thread_id=thread_id,
         trace=list(trace),
+        citation_check={
+            "sentences": 3,
+            "kept": 2,
+            "recited": 0,
+            "dropped": 1,
+            "dropped_sentences": ["The Seine is 2,000 km long [2]."],
+        },
     )
 
 

@@ -117,6 +117,10 @@ def test_trace_page_grows_the_plan_and_opens_citations(page) -> None:
         expect(page.locator(".verdict.ok")).to_have_count(1)
         expect(page.locator("#stop")).to_be_hidden()
         expect(page.locator("#status")).to_contain_text("stopped: sufficient")
+        # the citation check's verdict on the answer's sentences is shown with the result
+        expect(page.locator(".result-meta")).to_contain_text(
+            "citations checked: 2 kept, 0 re-cited, 1 dropped"
+        )
 
         # Every [n] of the answer is a button; [2] shows the Seine passage.
         expect(page.locator(".long-answer .cite")).to_have_count(3)

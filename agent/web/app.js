@@ -335,7 +335,9 @@
           el("span", { class: "spacer" }),
           origin === "supplement"
             ? el("span", { class: "badge warn", text: "follow-up" })
-            : el("span", { class: "badge accent", text: "planned" }),
+            : origin === "hop"
+              ? el("span", { class: "badge accent", text: `next hop: uses ${(sq.needs || []).join(", ")}` })
+              : el("span", { class: "badge accent", text: "planned" }),
         ),
         el("div", { class: "subquery-body" }, searchesEl, waitEl, summaryEl),
       );
@@ -527,7 +529,7 @@
   function addVerdict(event) {
     const d = event.data;
     const { body } = roundSection(event.round);
-    const missing = (Array.isArray(d.open) ? d.open : [d.missing]).filter(Boolean);
+    const missing = (Array.isArray(d.open) ? d.open : [].concat(d.missing || [])).filter(Boolean);
     const next = (d.follow_ups || []).filter(Boolean);
     body.append(
       el(
@@ -692,7 +694,7 @@
         addSubqueries(event.round, event.data.sub_queries, "decompose");
         break;
       case "supplement":
-        addSubqueries(event.round, event.data.sub_queries, "supplement");
+        addSubqueries(event.round, event.data.sub_queries, event.data.origin === "hop" ? "hop" : "supplement");
         break;
       case "search":
         addSearch(event);
