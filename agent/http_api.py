@@ -3,8 +3,7 @@
     app = create_app(agent, settings.server)       # any AgentLike: the planner or a test double
     await serve(agent, settings.server)            # refuses a public bind without an API key
 
-Endpoints (all errors are ``{"error": {"message", "type"}}``, OpenAI's shape, so OpenAI clients
-show them as they are):
+Endpoints:
 
 - ``POST /v1/ask`` ``{"question", "thread_id"}`` -> ``AskResult.to_json()``.
 - ``POST /v1/ask/stream`` -> server-sent events, one per ``TraceEvent`` (event name = kind, data =
@@ -14,7 +13,18 @@ show them as they are):
   either, every request stands alone: earlier turns are *not* sent to the planner, because pasting
   a transcript into the question would break decomposition and the question-length limit; clients
   that want follow-ups name a thread and the planner's checkpointer keeps the conversation.
-- ``GET /v1/models``, ``GET /v1/searchers``, ``GET /healthz``, ``GET /docs``, ``GET /`` (the page).
+  Streamed, the trace arrives as it happens as ``reasoning_content`` deltas (one line per step,
+  what chat UIs show as "thinking"), then the answer as ``content`` deltas; not streamed, the same
+  lines are the message's ``reasoning_content``. The trace never enters ``content``.
+- ``GET /v1/models``, ``GET /v1/models/{id}``, ``GET /v1/searchers``, ``GET /healthz``,
+  ``GET /docs``, ``GET /`` (the page).
+
+Errors are ``{"error": {"message", "type", ...}}``. On the endpoints OpenAI's clients call
+(``/v1/chat/completions``, ``/v1/models*``) they follow OpenAI's conventions exactly, so those
+clients raise the right exception class: all of ``message``, ``type``, ``param``, ``code``; 400 for
+a malformed or invalid request (``invalid_json``, ``param`` = the offending field); 404
+``model_not_found`` for any model but ``hoptree``, refused before a run starts. The native
+``/v1/ask*`` endpoints keep their own style (422 for invalid requests, ``code`` only when set).
 
 Limits are enforced here, not in the planner, so one misbehaving client cannot take the machine:
 request bodies over ``max_body_bytes`` get 413 (Content-Length and the bytes actually received);
@@ -34,7 +44,7 @@ import math
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -93,7 +103,12 @@ class ServeRefused(RuntimeError):
 
 
 class ApiError(Exception):
-    """An error answer: status, OpenAI-style type, and headers (``Retry-After``, ...)."""
+    """An error answer: status, OpenAI-style type, code, param and headers (``Retry-After``).
+
+    Request checks shared by both API styles raise 422, the native endpoints' status for an
+    invalid request; on OpenAI's endpoints the handler sends it as 400, which is what OpenAI
+    answers and what its clients map to ``BadRequestError``.
+    """
 
     def __init__(
         self,
@@ -103,6 +118,7 @@ class ApiError(Exception):
         *,
         headers: dict[str, str] | None = None,
         code: str | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -110,9 +126,27 @@ class ApiError(Exception):
         self.type = type_
         self.headers = headers or {}
         self.code = code
+        self.param = param
 
 
-def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+def is_openai_path(path: str) -> bool:
+    """Whether ``path`` is one of the endpoints OpenAI's clients call, whose errors must follow
+    OpenAI's conventions (the native endpoints keep their own)."""
+    return path in ("/v1/chat/completions", "/v1/models") or path.startswith("/v1/models/")
+
+
+def error_body(
+    message: str,
+    type_: str,
+    code: str | None = None,
+    *,
+    param: str | None = None,
+    openai: bool = False,
+) -> dict[str, Any]:
+    """``{"error": {...}}``. OpenAI's shape always carries all four fields (null when unknown),
+    as OpenAI's own errors do; the native shape names ``code`` only when there is one."""
+    if openai:
+        return {"error": {"message": message, "type": type_, "param": param, "code": code}}
     error: dict[str, Any] = {"message": message, "type": type_}
     if code:
         error["code"] = code
@@ -126,8 +160,14 @@ def error_response(
     *,
     headers: dict[str, str] | None = None,
     code: str | None = None,
+    param: str | None = None,
+    openai: bool = False,
 ) -> JSONResponse:
-    return JSONResponse(error_body(message, type_, code), status_code=status, headers=headers)
+    return JSONResponse(
+        error_body(message, type_, code, param=param, openai=openai),
+        status_code=status,
+        headers=headers,
+    )
 
 
 # Errors a retry cannot fix quickly: OpenAI clients retry 5xx twice unless told not to, and
@@ -162,18 +202,20 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        openai = is_openai_path(scope.get("path", ""))
         too_large = error_response(
             413,
             f"the request body is larger than the limit of {self.max_bytes} bytes",
             "invalid_request_error",
             code="request_too_large",
+            openai=openai,
         )
         declared = Headers(scope=scope).get("content-length")
         if declared is not None:
             if not declared.isdigit():
-                await error_response(400, "bad Content-Length", "invalid_request_error")(
-                    scope, receive, send
-                )
+                await error_response(
+                    400, "bad Content-Length", "invalid_request_error", openai=openai
+                )(scope, receive, send)
                 return
             if int(declared) > self.max_bytes:
                 await too_large(scope, receive, send)
@@ -195,9 +237,9 @@ class BodyLimitMiddleware:
                     chunks.append(body)
                     more = bool(message.get("more_body", False))
         except TimeoutError:
-            await error_response(408, "the request body arrived too slowly", "timeout_error")(
-                scope, receive, send
-            )
+            await error_response(
+                408, "the request body arrived too slowly", "timeout_error", openai=openai
+            )(scope, receive, send)
             return
         replayed = False
 
@@ -344,7 +386,9 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str = MODEL_ID
+    # Optional here so a missing model gets OpenAI's own answer (``check_model``), not a
+    # generic "field required".
+    model: str | None = Field(None, description=f"must be {MODEL_ID!r}, the one model served")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
@@ -367,20 +411,89 @@ def message_text(message: ChatMessage) -> str:
                 422,
                 f"only text content is supported, got a {part.get('type')!r} part",
                 "invalid_request_error",
+                code="unsupported_content",
+                param="messages",
             )
     return "\n".join(texts)
 
 
-def check_thread_id(thread_id: str | None) -> str | None:
+def check_thread_id(thread_id: str | None, param: str = "thread_id") -> str | None:
+    """The thread id, or None for none; ``param`` names where it came from in the error."""
     if thread_id is None or thread_id == "":
         return None
     if not THREAD_ID_RE.match(thread_id):
         raise ApiError(
             422,
-            "thread_id must be 1-200 characters of letters, digits and ._:@/+=-",
+            f"{param} must be 1-200 characters of letters, digits and ._:@/+=-",
             "invalid_request_error",
+            code="invalid_thread_id",
+            param=param,
         )
     return thread_id
+
+
+def check_model(model: str | None) -> None:
+    """Refuse any model but ``hoptree``, as OpenAI refuses one it does not serve.
+
+    Accepting any name would let a client that picked the wrong server or a typo believe it got
+    the model it asked for; and clients (Open WebUI, LibreChat) take the id from ``/v1/models``,
+    so only a misconfigured one ever sends another.
+    """
+    if not model:
+        raise ApiError(
+            400,
+            f"you must provide a model parameter; this server offers {MODEL_ID!r}",
+            "invalid_request_error",
+            code="missing_required_parameter",
+            param="model",
+        )
+    if model != MODEL_ID:
+        raise ApiError(
+            404,
+            f"the model {model!r} does not exist; this server offers {MODEL_ID!r}",
+            "invalid_request_error",
+            code="model_not_found",
+            param="model",
+        )
+
+
+_LOCATIONS = ("body", "query", "path", "header")
+
+
+def _param_of(loc: Sequence[Any]) -> str | None:
+    """A validation error's location as OpenAI names a parameter: ``messages[0].content``."""
+    parts = list(loc[1:] if loc and loc[0] in _LOCATIONS else loc)
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        else:
+            name += f".{part}" if name else str(part)
+    return name or None
+
+
+def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str]:
+    """(message, param, code) of a request OpenAI would answer with 400: ``invalid_json`` for a
+    body that does not parse, else the first offending field as ``param``."""
+    first = errors[0] if errors else {}
+    kind = str(first.get("type", ""))
+    if kind == "json_invalid":
+        detail = (first.get("ctx") or {}).get("error") or first.get("msg") or "decode error"
+        loc = first.get("loc", ())
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        return f"the request body is not valid JSON: {detail}{at}", None, "invalid_json"
+    problems = []
+    for err in errors[:5]:
+        where = _param_of(err.get("loc", ())) or "body"
+        problems.append(f"{where}: {err.get('msg', 'invalid')}")
+    param = _param_of(first.get("loc", ()))
+    if kind == "missing":
+        code = "missing_required_parameter"
+    elif kind.endswith("_type"):
+        code = "invalid_type"
+    else:
+        code = "invalid_value"
+    return "; ".join(problems) or "invalid request", param, code
 
 
 # --------------------------------------------------------------------------- formatting
@@ -421,6 +534,104 @@ def hoptree_extra(result: AskResult) -> dict[str, Any]:
         "errors": result.errors,
         "citation_check": result.citation_check,
     }
+
+
+def _clip(text: Any, limit: int = 120) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _queries(subs: Any) -> str:
+    return "; ".join(
+        _clip(q.get("query", ""), 100) for q in subs or [] if isinstance(q, dict)
+    )
+
+
+def progress_line(event: TraceEvent) -> str | None:
+    """One short human line for a trace step a chat user should see, or None.
+
+    The wording follows ``hoptree ask``'s live progress so the CLI and a chat UI tell the same
+    story. The data is read defensively: the planner's events and a test double's differ in
+    optional fields, and a step that cannot be described must not cost the user the answer.
+    """
+    d = event.data
+    if event.kind == "started":
+        names = ", ".join(str(n) for n in d.get("searchers") or [])
+        return "planning the search" + (f" (searchers: {names})" if names else "")
+    if event.kind == "decompose":
+        subs = d.get("sub_queries") or []
+        noun = "query" if len(subs) == 1 else "queries"
+        line = f"planned {len(subs)} atomic {noun}: {_queries(subs)}"
+        waiting = d.get("waiting") or []
+        if waiting:
+            line += f"; {len(waiting)} wait for earlier answers: {_queries(waiting)}"
+        return line
+    if event.kind == "search":
+        who = d.get("searcher") or "a searcher"
+        query = _clip(d.get("query", ""), 100)
+        if d.get("stopped") == "error":
+            return f"{who} failed on {query!r}: {_clip(d.get('error') or 'no result', 100)}"
+        ok = "verified" if d.get("sufficient") else "unverified"
+        seconds = float(d.get("ms") or event.ms or 0.0) / 1000
+        hits = len(d.get("hits") or [])
+        return f"{who} searched {query!r}: {ok}, {hits} passage(s) ({seconds:.1f}s)"
+    if event.kind == "summarize":
+        qid = d.get("id") or "?"
+        if d.get("summary"):
+            return f"{qid} finding: {_clip(d['summary'])} (supported)"
+        if d.get("proposed"):
+            return f"{qid} finding not supported by its passages: {_clip(d['proposed'])}"
+        if d.get("skipped") and d.get("answered"):
+            return f"{qid}: {len(d.get('sources') or [])} passage(s), no finding written"
+        return f"{qid}: not found"
+    if event.kind == "verify":
+        sufficient = bool(d.get("sufficient"))
+        line = f"round {event.round} verdict: {'sufficient' if sufficient else 'insufficient'}"
+        if d.get("reason"):
+            line += f" ({_clip(d['reason'], 100)})"
+        missing = d.get("missing")
+        if isinstance(missing, list):
+            missing = "; ".join(str(m) for m in missing)
+        if missing and not sufficient:
+            line += f"; missing: {_clip(missing, 150)}"
+        return line
+    if event.kind == "supplement":
+        what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
+        return f"{what}: {_queries(d.get('sub_queries')) or 'none'}"
+    if event.kind == "answer":
+        check = d.get("check") or {}
+        if not check:
+            return "answer written"
+        line = (
+            f"answer written; citation check kept {check.get('kept', 0)} of "
+            f"{check.get('sentences', 0)} sentence(s)"
+        )
+        if check.get("recited"):
+            line += f", re-cited {check['recited']}"
+        if check.get("dropped"):
+            line += f", dropped {check['dropped']} ungrounded"
+        return line
+    if event.kind == "error":
+        where = f" in {d['where']}" if d.get("where") else ""
+        return f"problem{where}: {_clip(d.get('error') or 'unknown error', 150)}"
+    return None
+
+
+def progress_text(event: TraceEvent) -> str:
+    """The step's line as reasoning text, a markdown list item (chat UIs render reasoning as
+    markdown, where bare lines would run together), or "" for a step not shown."""
+    try:
+        line = progress_line(event)
+    except Exception:  # a malformed event must not end the stream that carries the answer
+        log.warning("no progress line for a %s event", event.kind, exc_info=True)
+        return ""
+    return f"- {line}\n" if line else ""
+
+
+def reasoning_text(trace: list[TraceEvent]) -> str:
+    """A finished run's trace as the non-streamed message's ``reasoning_content``: the same
+    lines a streaming client received."""
+    return "".join(progress_text(event) for event in trace)
 
 
 def text_pieces(text: str, size: int = 80) -> list[str]:

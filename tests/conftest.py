@@ -41,3 +41,14 @@ def local_chat() -> Iterator:
     settings = load_settings()
     with build_chat_model(settings, cache=False) as handle:
         yield handle
+
+
+# A real-model test decodes at a few tokens a second on a busy 2-core machine (a test of the
+# doctor measured its 96-token probe past the default 600 s there): it gets three times as long.
+LLM_TEST_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("llm") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(LLM_TEST_TIMEOUT_S))

@@ -125,6 +125,8 @@ def test_a_question_file_gives_the_open_index_paragraphs(relative: str, fmt: str
     """`full+tree` evaluates a tree over the eval file: its leaves must carry the index's ids
     and titles, or gold-paragraph recall would never count them."""
     path = SHARED_DATA / relative
+    if not path.is_file():
+        pytest.skip(f"{relative} is not in ../shared/data (a clone without the shared data)")
     documents = read_documents([path])
     passages = list(read_qa_paragraphs(path, fmt))
     assert len(documents) == len(passages) > 100
