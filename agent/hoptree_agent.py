@@ -22,7 +22,14 @@ from langchain_core.language_models import BaseChatModel
 from agent.planner_graph import AgentRunError, build_planner_graph, recursion_limit
 from agent.planner_state import PlannerRun, PlannerState, fresh_question
 from agent.question import clean_question
-from agent.results import AskResult, Citation, SubQueryReport, TraceEvent
+from agent.results import (
+    AskResult,
+    Citation,
+    SubQueryReport,
+    TraceEvent,
+    degradation,
+    degraded_note,
+)
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
 from agent.usage import UsageTracker
@@ -197,9 +204,14 @@ class HoptreeAgent:
                     superseded_by=summary.get("superseded_by"),
                 )
             )
+        errors = list(state.get("errors", []))
+        reasons = degradation(errors, state.get("stopped", ""))
+        answer = state.get("answer", "")
+        if reasons:
+            answer = f"{answer}\n\n{degraded_note(reasons)}".strip()
         return AskResult(
             question=question,
-            answer=state.get("answer", ""),
+            answer=answer,
             short_answer=state.get("short_answer", ""),
             citations=[Citation(**c) for c in state.get("citations", [])],
             sub_queries=reports,
@@ -211,12 +223,14 @@ class HoptreeAgent:
             seconds=seconds,
             thread_id=state.get("thread_id"),
             trace=list(run.events),
-            errors=list(state.get("errors", [])),
+            errors=errors,
             sources=list(state.get("sources", [])),
             llm_cache_hits=total.cache_hits,
             cache_hit_prompt_tokens=total.cache_hit_prompt_tokens,
             cache_hit_completion_tokens=total.cache_hit_completion_tokens,
             citation_check=dict(state.get("citation_check") or {}),
+            degraded=bool(reasons),
+            degraded_reasons=reasons,
         )
 
 

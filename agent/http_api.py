@@ -533,6 +533,8 @@ def hoptree_extra(result: AskResult) -> dict[str, Any]:
         "thread_id": result.thread_id,
         "errors": result.errors,
         "citation_check": result.citation_check,
+        "degraded": result.degraded,
+        "degraded_reasons": result.degraded_reasons,
     }
 
 
@@ -542,9 +544,7 @@ def _clip(text: Any, limit: int = 120) -> str:
 
 
 def _queries(subs: Any) -> str:
-    return "; ".join(
-        _clip(q.get("query", ""), 100) for q in subs or [] if isinstance(q, dict)
-    )
+    return "; ".join(_clip(q.get("query", ""), 100) for q in subs or [] if isinstance(q, dict))
 
 
 def progress_line(event: TraceEvent) -> str | None:
@@ -740,25 +740,27 @@ async def run_ask(
         ) from exc
 
 
-async def run_stream(
-    agent: AgentLike, question: str, thread_id: str | None, deadline_s: float
-) -> AsyncGenerator[TraceEvent, None]:
-    """The agent's trace events under the hard deadline, always ending in ``result`` or in a
-    fatal ``error`` event, never in an exception (except cancellation, which closes the agent's
-    stream: that is how a disconnecting client stops its run)."""
+RunItem = TraceEvent | AskResult
+
+
+async def _guarded(
+    start: Callable[[], AsyncIterator[RunItem]], deadline_s: float
+) -> AsyncGenerator[RunItem, None]:
+    """The items of the run ``start`` begins, under the hard deadline, always ending in its
+    result (an ``AskResult`` or a ``result`` event) or in a fatal ``error`` event, never in an
+    exception (except cancellation, which closes the agent's iterator: that is how a
+    disconnecting client stops its run)."""
     loop = asyncio.get_running_loop()
     ends_at = loop.time() + deadline_s + deadline_grace_s(deadline_s)
-    last: TraceEvent | None = None
+    last: RunItem | None = None
     failure: tuple[str, str] | None = None
     try:
-        async with aclosing(
-            agent.stream(question, thread_id=thread_id, deadline_s=deadline_s)
-        ) as events:
+        async with aclosing(start()) as items:
             # Bounded: the hard deadline ends the loop even if the agent never stops.
             while True:
                 try:
                     async with asyncio.timeout(max(0.0, ends_at - loop.time())) as limit:
-                        event = await anext(events)
+                        item = await anext(items)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
@@ -769,9 +771,9 @@ async def run_stream(
                         "timeout",
                     )
                     break
-                last = event
-                yield event
-                if event.kind == "result":
+                last = item
+                yield item
+                if isinstance(item, AskResult) or item.kind == "result":
                     return
     except QuestionError as exc:
         failure = (str(exc), "invalid_question")
@@ -781,13 +783,59 @@ async def run_stream(
         log.exception("trace stream failed")
         failure = (f"internal error: {type(exc).__name__}: {exc}", "server_error")
     if failure is None:
-        if last is not None and last.kind == "error":
+        if isinstance(last, TraceEvent) and last.kind == "error":
             return  # the agent's own final error event already told the client
         failure = ("the run ended without a result", "server_error")
     message, type_ = failure
     yield TraceEvent(
         kind="error", data={"error": message, "where": "server", "type": type_, "fatal": True}
     )
+
+
+async def run_stream(
+    agent: AgentLike, question: str, thread_id: str | None, deadline_s: float
+) -> AsyncGenerator[TraceEvent, None]:
+    """The agent's trace events (``agent.stream``) under the hard deadline, ending in ``result``
+    or in a fatal ``error`` event: what ``/v1/ask/stream`` sends as it is."""
+    async with aclosing(
+        _guarded(
+            lambda: agent.stream(question, thread_id=thread_id, deadline_s=deadline_s), deadline_s
+        )
+    ) as items:
+        async for item in items:
+            if isinstance(item, AskResult):  # not from ``stream``; kept total for the type
+                yield TraceEvent(kind="result", data=item.to_json(with_trace=False))
+            else:
+                yield item
+
+
+async def _typed(events: AsyncIterator[TraceEvent]) -> AsyncGenerator[RunItem, None]:
+    """``agent.stream``'s events with its ``result`` event turned back into an ``AskResult``,
+    for agents without ``run``; closing this closes (and so cancels) the agent's stream."""
+    async with aclosing(events) as stream:
+        async for event in stream:
+            yield result_from_json(event.data) if event.kind == "result" else event
+
+
+async def run_items(
+    agent: AgentLike, question: str, thread_id: str | None, deadline_s: float
+) -> AsyncGenerator[RunItem, None]:
+    """The run's trace events as they happen, then its typed ``AskResult`` (or a fatal
+    ``error`` event), under the hard deadline.
+
+    It drives ``agent.run`` when the agent has one (the planner does): the chat stream then
+    needs no JSON round trip of the result. Other agents' ``stream`` is adapted.
+    """
+    run = getattr(agent, "run", None)
+
+    def start() -> AsyncIterator[RunItem]:
+        if callable(run):
+            return run(question, thread_id=thread_id, deadline_s=deadline_s)
+        return _typed(agent.stream(question, thread_id=thread_id, deadline_s=deadline_s))
+
+    async with aclosing(_guarded(start, deadline_s)) as items:
+        async for item in items:
+            yield item
 
 
 def _sse(event: TraceEvent) -> ServerSentEvent:
@@ -844,11 +892,13 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
                 code="invalid_api_key",
             )
 
-    def question_of(text: str) -> str:
+    def question_of(text: str, param: str = "question") -> str:
         try:
             return clean_question(text, max_chars=server.max_question_chars)
         except QuestionError as exc:
-            raise ApiError(422, str(exc), "invalid_request_error", code="invalid_question") from exc
+            raise ApiError(
+                422, str(exc), "invalid_request_error", code="invalid_question", param=param
+            ) from exc
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_key)])
 
@@ -882,11 +932,21 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         request: Request,
         x_hoptree_thread: Annotated[str | None, Header()] = None,
     ) -> Response:
+        check_model(body.model)  # before anything else: a wrong model must not start a run
         users = [m for m in body.messages if m.role == "user"]
         if not users:
-            raise ApiError(422, "the request has no user message", "invalid_request_error")
-        question = question_of(message_text(users[-1]))
-        thread_id = check_thread_id(x_hoptree_thread or body.user)
+            raise ApiError(
+                422,
+                "the request has no user message",
+                "invalid_request_error",
+                code="no_user_message",
+                param="messages",
+            )
+        question = question_of(message_text(users[-1]), param="messages")
+        if x_hoptree_thread:
+            thread_id = check_thread_id(x_hoptree_thread, param="X-Hoptree-Thread")
+        else:
+            thread_id = check_thread_id(body.user, param="user")
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         now = int(time.time())
         slot = slots.acquire_or_429()
@@ -899,9 +959,13 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         try:
             result = await run_ask(agent, question, thread_id, deadline_s, request)
         except ClientGone:
-            return error_response(499, "client closed the request", "client_closed")
+            return error_response(499, "client closed the request", "client_closed", openai=True)
         finally:
             slot.release()
+        message: dict[str, Any] = {"role": "assistant", "content": chat_content(result)}
+        reasoning = reasoning_text(result.trace)
+        if reasoning:
+            message["reasoning_content"] = reasoning
         return JSONResponse(
             {
                 "id": completion_id,
@@ -909,12 +973,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
                 "created": now,
                 "model": MODEL_ID,
                 "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": chat_content(result)},
-                        "finish_reason": "stop",
-                        "logprobs": None,
-                    }
+                    {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
                 ],
                 "usage": usage_json(result),
                 "hoptree": hoptree_extra(result),
@@ -936,10 +995,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
 
     @v1.get("/models/{model_id}", summary="One model (OpenAI-style)")
     async def model(model_id: str) -> dict[str, Any]:
-        if model_id != MODEL_ID:
-            raise ApiError(
-                404, f"no model {model_id!r}; this server offers {MODEL_ID!r}", "not_found"
-            )
+        check_model(model_id)
         return model_card()
 
     @v1.get("/searchers", summary="The agent's low-level searchers and chat model")
@@ -966,31 +1022,80 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
             )
 
     @app.exception_handler(ApiError)
-    async def on_api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.message, exc.type, headers=exc.headers, code=exc.code)
+    async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
+        openai = is_openai_path(request.url.path)
+        return error_response(
+            400 if openai and exc.status == 422 else exc.status,
+            exc.message,
+            exc.type,
+            headers=exc.headers,
+            code=exc.code,
+            param=exc.param,
+            openai=openai,
+        )
 
     @app.exception_handler(RequestValidationError)
-    async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        if is_openai_path(request.url.path):
+            message, param, code = openai_validation_error(errors)
+            return error_response(
+                400, message, "invalid_request_error", code=code, param=param, openai=True
+            )
         problems = []
-        for err in exc.errors()[:5]:
+        for err in errors[:5]:
             where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
             problems.append(f"{where}: {err.get('msg', 'invalid')}")
         return error_response(422, "; ".join(problems), "invalid_request_error")
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if is_openai_path(request.url.path):
+            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+            return error_response(
+                exc.status_code,
+                str(exc.detail),
+                "invalid_request_error",
+                headers=exc.headers,
+                code=code,
+                openai=True,
+            )
         type_ = {404: "not_found", 405: "method_not_allowed"}.get(
             exc.status_code, "invalid_request_error"
         )
         return error_response(exc.status_code, str(exc.detail), type_, headers=exc.headers)
 
     @app.exception_handler(Exception)
-    async def on_crash(_: Request, exc: Exception) -> JSONResponse:
+    async def on_crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        return error_response(500, f"internal error: {type(exc).__name__}", "server_error")
+        return error_response(
+            500,
+            f"internal error: {type(exc).__name__}",
+            "server_error",
+            openai=is_openai_path(request.url.path),
+        )
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes)
     return app
+
+
+# A fatal event's type -> the (type, code) of the same failure in a non-streamed reply, so a
+# client sees one error whether it streamed or not.
+STREAM_ERRORS: dict[str, tuple[str, str | None]] = {
+    "timeout": ("timeout_error", "deadline_exceeded"),
+    "invalid_question": ("invalid_request_error", "invalid_question"),
+    "agent_error": ("agent_error", "agent_failed"),
+    "server_error": ("server_error", None),
+}
+
+
+def stream_error(event: TraceEvent | None) -> dict[str, Any]:
+    """The ``{"error": {...}}`` data line that ends a chat stream whose run failed; OpenAI's
+    client raises it as ``APIError`` with this message."""
+    data = event.data if event is not None else {}
+    message = str(data.get("error") or "the run ended without a result")
+    type_, code = STREAM_ERRORS.get(str(data.get("type") or "agent_error"), ("agent_error", None))
+    return error_body(message, type_, code, openai=True)
 
 
 async def chat_stream(
@@ -1004,38 +1109,54 @@ async def chat_stream(
 ) -> AsyncGenerator[str, None]:
     """OpenAI ``chat.completion.chunk`` data lines for one run, then ``[DONE]``.
 
-    The planner's trace is not chat content, so nothing but SSE pings flows while it works; the
-    answer and its sources arrive as content deltas once written. A failure is sent as
-    ``{"error": {...}}``, which OpenAI's client raises as ``APIError``.
+    A run takes minutes, so the trace is sent as it happens: each step as a ``reasoning_content``
+    delta (the field Open WebUI, LibreChat and others show as the model's thinking), so a chat
+    UI shows the plan unfold instead of a spinner. The cited answer follows as ``content``
+    deltas, then the ``stop`` chunk with the ``hoptree`` extras (and a usage chunk when asked).
+    The role rides on the first delta, whichever it is, so no empty content precedes the
+    reasoning. A failure is sent as ``{"error": {...}}``, which OpenAI's client raises as
+    ``APIError``.
     """
+    opening: dict[str, Any] = {"role": "assistant"}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        nonlocal opening
+        delta, opening = {**opening, **delta}, {}
         return json.dumps(
             {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": created,
                 "model": MODEL_ID,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+                ],
+                **extra,
             },
             ensure_ascii=False,
         )
 
-    yield chunk({"role": "assistant", "content": ""})
     result: AskResult | None = None
-    failure = "the run ended without a result"
-    async with aclosing(run_stream(agent, question, thread_id, deadline_s)) as events:
-        async for event in events:
-            if event.kind == "result":
-                result = result_from_json(event.data)
-            elif event.kind == "error":
-                failure = str(event.data.get("error") or failure)
+    failure: TraceEvent | None = None
+    async with aclosing(run_items(agent, question, thread_id, deadline_s)) as items:
+        async for item in items:
+            if isinstance(item, AskResult):
+                result = item
+                continue
+            if item.kind == "error":
+                failure = item  # explains a run that ends without a result
+                if item.data.get("fatal"):
+                    continue  # sent as the error below, not as a step
+            line = progress_text(item)
+            if line:
+                yield chunk({"reasoning_content": line})
     if result is None:
-        yield json.dumps(error_body(failure, "agent_error"), ensure_ascii=False)
+        yield json.dumps(stream_error(failure), ensure_ascii=False)
         return
     for piece in text_pieces(chat_content(result)):
         yield chunk({"content": piece})
-    yield chunk({}, "stop")
+    extra = hoptree_extra(result)
+    yield chunk({}, "stop", hoptree=extra)
     if include_usage:
         yield json.dumps(
             {
@@ -1045,8 +1166,9 @@ async def chat_stream(
                 "model": MODEL_ID,
                 "choices": [],
                 "usage": usage_json(result),
-                "hoptree": hoptree_extra(result),
-            }
+                "hoptree": extra,
+            },
+            ensure_ascii=False,
         )
     yield "[DONE]"
 

@@ -280,11 +280,9 @@ async def decompose(
     if run.planner.decompose:
         raw, errors = await _plan(runtime, state, limit)
     pairs = on_topic(_clean_queries(raw, set(), limit), question)
-    if raw and len(pairs) < len(raw):
-        errors.append(
-            f"decompose: kept {[q for q, _ in pairs]} of {raw} (the rest repeated a query or "
-            "shared no word with the question)"
-        )
+    kept = {q for q, _ in pairs}
+    # not an error: repeated queries and copies of the prompt's pattern are expected noise
+    dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
     pairs = pairs or _clean_queries([question], set(), 1)
     ready, waiting = _plan_sub_queries(pairs, 0, "decompose")
     if not run.planner.summarize:
@@ -304,6 +302,7 @@ async def decompose(
         {
             "sub_queries": [_sub_report(q) for q in ready],
             "waiting": [_sub_report(q) for q in waiting],
+            "dropped": dropped,
             "errors": errors,
         },
         1,

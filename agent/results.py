@@ -107,6 +107,10 @@ class AskResult:
     # the lexical check of the cited answer: sentences kept, re-cited, dropped; whether the
     # short answer is a span of the passages shown
     citation_check: dict[str, Any] = field(default_factory=dict)
+    # a step timed out, failed, fell back or was skipped, or a budget cut the search short:
+    # the answer is what could be found with less (``degraded_reasons`` say what)
+    degraded: bool = False
+    degraded_reasons: list[str] = field(default_factory=list)
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -128,7 +132,36 @@ class AskResult:
             "errors": self.errors,
             "sources": self.sources,
             "citation_check": self.citation_check,
+            "degraded": self.degraded,
+            "degraded_reasons": self.degraded_reasons,
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]
         return data
+
+
+# Stop reasons that mean the search was cut short, not finished.
+CUT_SHORT = {
+    "budget_llm_calls": "the LLM call budget ran out",
+    "budget_deadline": "the deadline came",
+    "deadline": "the deadline came",
+}
+MAX_NOTE_CHARS = 160
+
+
+def degradation(errors: list[str], stopped: str) -> list[str]:
+    """Why an answer is degraded: every step that failed, timed out, fell back or was skipped
+    (the run's errors), and a budget that cut the search short."""
+    reasons = list(dict.fromkeys(errors))
+    if stopped in CUT_SHORT:
+        reasons.append(f"searching stopped early: {CUT_SHORT[stopped]}")
+    return reasons
+
+
+def degraded_note(reasons: list[str]) -> str:
+    """The one short line a degraded answer carries, so a reader of the text alone knows."""
+    if not reasons:
+        return ""
+    first = reasons[0] if len(reasons[0]) <= MAX_NOTE_CHARS else reasons[0][:MAX_NOTE_CHARS] + "…"
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return f"(Degraded answer: {first}{more}.)"

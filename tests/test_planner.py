@@ -175,6 +175,7 @@ async def test_a_dependent_query_waits_for_the_answer_it_needs(index) -> None:
     # every query has a supported finding: no verify call, one findings call per round
     assert chat.count("verify") == 0 and chat.count("summarize") == 2
     assert result.stopped == "sufficient"
+    assert not result.degraded and "Degraded" not in result.answer
     assert result.llm_calls == len(chat.seen) == 4
     assert result.prompt_tokens == 10 * len(chat.seen)
     kinds = [e.kind for e in result.trace]
@@ -294,6 +295,7 @@ async def test_the_budget_stops_a_model_that_never_says_sufficient(index) -> Non
     ).ask("Which river flows through Paris?")
     assert result.stopped == "budget_llm_calls"
     assert result.llm_calls == len(chat.seen) <= 9  # a hard cap, the answer's call included
+    assert result.degraded and "the LLM call budget ran out" in result.answer
     assert chat.count("answer") == 1
     assert result.short_answer == "Seine"
 
@@ -405,6 +407,9 @@ async def test_a_searcher_that_raises_degrades_the_answer(index) -> None:
     assert failed and all(s["stopped"] == "error" for s in failed)
     assert "index file vanished" in failed[0]["error"]
     assert any("exploding" in e and "vanished" in e for e in result.errors)
+    # the answer says so in one line, and the result says why
+    assert result.degraded and result.degraded_reasons == result.errors
+    assert result.answer.splitlines()[-1].startswith("(Degraded answer: exploding on ")
 
 
 async def test_a_hanging_searcher_is_cut_at_the_deadline(index) -> None:

@@ -616,6 +616,9 @@
           { class: "result-meta" },
           el("span", { class: `badge ${result.stopped === "sufficient" ? "ok" : "warn"}`, text: `stopped: ${result.stopped}` }),
           checkBadge(result.citation_check),
+          result.degraded
+            ? el("span", { class: "badge warn", text: "degraded", title: (result.degraded_reasons || []).join("\n") })
+            : null,
           el("span", { class: "badge", text: plural(result.llm_calls || 0, "LLM call") }),
           el("span", { class: "badge", text: `${(result.prompt_tokens || 0) + (result.completion_tokens || 0)} tokens` }),
           el("span", { class: "badge", text: `${Number(result.seconds || 0).toFixed(1)} s` }),
