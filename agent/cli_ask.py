@@ -106,9 +106,10 @@ def print_result(result: AskResult) -> None:
 def _progress_line(event: TraceEvent) -> str | None:
     d = event.data
     if event.kind == "decompose":
-        return f"planned {len(d['sub_queries'])} atomic queries: " + "; ".join(
-            q["query"] for q in d["sub_queries"]
-        )
+        waiting = d.get("waiting") or []
+        planned = [q["query"] for q in d["sub_queries"]] + [q["query"] for q in waiting]
+        later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
+        return f"planned {len(planned)} atomic queries{later}: " + "; ".join(planned)
     if event.kind == "search":
         ok = "verified" if d["sufficient"] else "unverified"
         return f"  {d['searcher']} searched {d['query']!r}: {ok} ({d['ms'] / 1000:.0f}s)"

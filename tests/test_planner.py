@@ -638,3 +638,20 @@ def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
         "town where Coffee Alone comes from"
     )
     assert implicit_refs("birth date of Ada", ["of Ada"]) == "birth date of Ada"
+
+
+def test_the_progress_line_counts_the_queries_that_wait() -> None:
+    from agent.cli_ask import _progress_line
+    from agent.results import TraceEvent
+
+    event = TraceEvent(
+        "decompose",
+        {
+            "sub_queries": [{"id": "q1", "query": "city of the Eiffel Tower"}],
+            "waiting": [{"id": "q2", "query": "river of #1", "needs": ["q1"]}],
+        },
+    )
+    assert _progress_line(event) == (
+        "planned 2 atomic queries (1 wait for an earlier answer): "
+        "city of the Eiffel Tower; river of #1"
+    )
