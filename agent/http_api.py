@@ -458,6 +458,8 @@ def check_model(model: str | None) -> None:
 
 
 _LOCATIONS = ("body", "query", "path", "header")
+# pydantic names the member of a union that failed (``content.str``); not a parameter
+_UNION_MEMBERS = {"str", "int", "float", "bool", "none", "dict", "list"}
 
 
 def _param_of(loc: Sequence[Any]) -> str | None:
@@ -467,6 +469,8 @@ def _param_of(loc: Sequence[Any]) -> str | None:
     for part in parts:
         if isinstance(part, int):
             name += f"[{part}]"
+        elif part in _UNION_MEMBERS or "[" in str(part):
+            continue
         else:
             name += f".{part}" if name else str(part)
     return name or None
@@ -482,11 +486,14 @@ def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str
         loc = first.get("loc", ())
         at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
         return f"the request body is not valid JSON: {detail}{at}", None, "invalid_json"
+    param = _param_of(first.get("loc", ()))
+    if param is None and tuple(first.get("loc", ())) == ("body",):
+        # no body, or one that is not a JSON object (a list, or sent as text/plain)
+        return "the request body must be a JSON object", None, "invalid_json"
     problems = []
     for err in errors[:5]:
         where = _param_of(err.get("loc", ())) or "body"
         problems.append(f"{where}: {err.get('msg', 'invalid')}")
-    param = _param_of(first.get("loc", ()))
     if kind == "missing":
         code = "missing_required_parameter"
     elif kind.endswith("_type"):
@@ -559,13 +566,11 @@ def progress_line(event: TraceEvent) -> str | None:
         names = ", ".join(str(n) for n in d.get("searchers") or [])
         return "planning the search" + (f" (searchers: {names})" if names else "")
     if event.kind == "decompose":
-        subs = d.get("sub_queries") or []
-        noun = "query" if len(subs) == 1 else "queries"
-        line = f"planned {len(subs)} atomic {noun}: {_queries(subs)}"
         waiting = d.get("waiting") or []
-        if waiting:
-            line += f"; {len(waiting)} wait for earlier answers: {_queries(waiting)}"
-        return line
+        planned = [*(d.get("sub_queries") or []), *waiting]
+        noun = "query" if len(planned) == 1 else "queries"
+        later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
+        return f"planned {len(planned)} atomic {noun}{later}: {_queries(planned)}"
     if event.kind == "search":
         who = d.get("searcher") or "a searcher"
         query = _clip(d.get("query", ""), 100)
@@ -665,6 +670,8 @@ def result_from_json(data: dict[str, Any]) -> AskResult:
         thread_id=data.get("thread_id"),
         errors=list(data.get("errors", [])),
         citation_check=dict(data.get("citation_check") or {}),
+        degraded=bool(data.get("degraded", False)),
+        degraded_reasons=list(data.get("degraded_reasons", [])),
     )
 
 
@@ -1051,7 +1058,10 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if is_openai_path(request.url.path):
-            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+            # FastAPI's own 400 is a body it could not read (e.g. not UTF-8)
+            code = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed"}.get(
+                exc.status_code
+            )
             return error_response(
                 exc.status_code,
                 str(exc.detail),

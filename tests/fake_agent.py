@@ -4,9 +4,14 @@ the exact event shapes the planner emits, and records what the server did to it.
 
 Knobs: ``latency_s`` (sleep before each event after ``started``), ``fail_after`` (fail after that
 many events: ``fail_mode="raise"`` raises ``AgentError`` like a dead chat endpoint,
-``fail_mode="event"`` ends the stream with a final ``error`` event instead). The server runs on
-its own thread and loop in tests, so the records are guarded by a lock and cancellation is a
-``threading.Event`` a test can wait on.
+``fail_mode="event"`` ends the stream with a final ``error`` event instead, ``fail_mode="crash"``
+raises a ``RuntimeError`` like a bug), ``hold_after`` (hand over that many events, then wait for
+the ``resume`` event: a test can look at what a client has while the run is provably unfinished,
+with no timing involved). The server runs on its own thread and loop in tests, so the records are
+guarded by a lock and cancellation is a ``threading.Event`` a test can wait on.
+
+``ScriptedRunAgent`` adds ``run`` (trace events, then the typed ``AskResult``) as the planner has
+it, for the code paths that prefer ``run`` over ``stream``.
 """
 
 from __future__ import annotations
@@ -354,8 +359,10 @@ class ScriptedAgent:
 
     latency_s: float = 0.0
     fail_after: int | None = None
-    fail_mode: Literal["raise", "event"] = "raise"
+    fail_mode: Literal["raise", "event", "crash"] = "raise"
     fail_message: str = "chat endpoint http://127.0.0.1:9/v1 unreachable: connection refused"
+    hold_after: int | None = None
+    resume: threading.Event = field(default_factory=threading.Event)
     searcher_names: list[str] = field(default_factory=lambda: list(SEARCHERS))
     model_label: str = "scripted (test double, no model)"
     # records
@@ -377,6 +384,13 @@ class ScriptedAgent:
             time.sleep(0.01)
         return False
 
+    async def _wait_resume(self, timeout_s: float = 30.0) -> None:
+        """Wait for ``resume`` without blocking the server's loop (and stay cancellable); bounded,
+        so a test that never resumes cannot hang the run past its own failure."""
+        ends = time.monotonic() + timeout_s
+        while not self.resume.is_set() and time.monotonic() < ends:
+            await asyncio.sleep(0.01)
+
     async def stream(
         self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
     ) -> AsyncIterator[TraceEvent]:
@@ -391,9 +405,13 @@ class ScriptedAgent:
         finished = False  # the last event was handed over: closing now is not a cancellation
         try:
             for n, event in enumerate(scripted_events(question, thread_id)):
+                if self.hold_after is not None and n == self.hold_after:
+                    await self._wait_resume()
                 if self.fail_after is not None and n >= self.fail_after:
                     if self.fail_mode == "raise":
                         raise AgentError(self.fail_message)
+                    if self.fail_mode == "crash":
+                        raise RuntimeError(self.fail_message)
                     finished = True
                     yield TraceEvent("error", {"error": self.fail_message, "where": "decompose"})
                     return
@@ -433,3 +451,27 @@ class ScriptedAgent:
                     raise AgentError(event.data["error"])
                 trace.append(event)
         raise AgentError("the scripted run ended without a result")
+
+
+@dataclass
+class ScriptedRunAgent(ScriptedAgent):
+    """The scripted run with ``run`` as well, like the planner: trace events, then the typed
+    ``AskResult`` (trace and plan included), so a caller needs no JSON round trip."""
+
+    runs: int = 0
+
+    async def run(
+        self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
+    ) -> AsyncIterator[TraceEvent | AskResult]:
+        with self._lock:
+            self.runs += 1
+        trace: list[TraceEvent] = []
+        async with aclosing(
+            self.stream(question, thread_id=thread_id, deadline_s=deadline_s)
+        ) as events:
+            async for event in events:
+                if event.kind == "result":
+                    yield scripted_result(question, thread_id, trace, event.data["seconds"])
+                    return
+                trace.append(event)
+                yield event

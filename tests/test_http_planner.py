@@ -10,7 +10,7 @@ import openai
 from agent.hoptree_agent import HoptreeAgent
 from agent.settings import BudgetSettings, PlannerSettings
 from tests.live_server import live_server
-from tests.test_http_api import sse_events
+from tests.test_http_api import reasoning_of, sse_events, stream_deltas
 from tests.test_planner import KeywordSearcher, index, two_hop_chat  # noqa: F401 (fixture)
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
@@ -55,9 +55,21 @@ def test_the_openai_client_gets_the_planners_cited_answer(index) -> None:  # noq
         stream = client.chat.completions.create(
             model="hoptree", messages=[{"role": "user", "content": QUESTION}], stream=True
         )
-        streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        chunks = list(stream)
+    deltas = stream_deltas(iter(chunks))
+    kinds = [kind for kind, _ in deltas]
+    streamed = "".join(text for kind, text in deltas if kind == "content")
     content = completion.choices[0].message.content or ""
     assert content.startswith("The Eiffel Tower stands in Paris [1]")
     assert "Sources:" in content and "Seine" in content.split("Sources:")[1]
     assert streamed == content
     assert completion.usage is not None and completion.usage.prompt_tokens > 0
+    # the plan streamed as reasoning (from ``run``), all of it before the answer
+    assert kinds[0] == "reasoning" and kinds == sorted(kinds, key=lambda k: k == "content")
+    reasoning = "".join(text for kind, text in deltas if kind == "reasoning")
+    assert reasoning.startswith("- planning the search (searchers: keywords)\n- planned ")
+    assert "keywords searched" in reasoning and "verdict: sufficient" in reasoning
+    assert "citation check kept" in reasoning and "planned" not in streamed
+    assert reasoning_of(completion.choices[0].message).startswith("- planning the search")
+    final = [c for c in chunks if c.choices and c.choices[0].finish_reason == "stop"]
+    assert (final[0].model_extra or {})["hoptree"]["short_answer"] == "the Seine"
