@@ -77,6 +77,7 @@ def add_serve_command(
             update["host"] = host
         if port is not None:
             update["port"] = port
+        update["max_concurrency"] = settings.run_slots()
         server = settings.server.model_copy(update=update)
         if not index.is_dir():
             err.print(f"[red]no index directory at {index}[/red] (hoptree index build ... first)")

@@ -64,7 +64,7 @@ from agent.api_docs import mount_offline_docs
 from agent.question import QuestionError, clean_question
 from agent.results import AskResult, Citation, TraceEvent
 from agent.service import AgentError, AgentLike
-from agent.settings import ServerSettings
+from agent.settings import EMBEDDED_RUN_SLOTS, ServerSettings
 
 log = logging.getLogger("hoptree.http")
 
@@ -874,7 +874,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         redoc_url=None,
     )
     mount_offline_docs(app, "hoptree")
-    slots = RunSlots(server.max_concurrency)
+    slots = RunSlots(server.max_concurrency or EMBEDDED_RUN_SLOTS)
     app.state.agent = agent
     app.state.server = server
     app.state.slots = slots

@@ -132,3 +132,17 @@ def test_searcher_settings_reach_the_built_searchers(
     monkeypatch.setenv("HOPTREE_SEARCHERS__VERIFY_RULE", "maybe")
     with pytest.raises(SettingsError, match=r"searchers\.verify_rule"):
         load_settings()
+
+
+def test_run_slots_follow_the_chat_endpoint(monkeypatch) -> None:
+    from agent.settings import EMBEDDED_RUN_SLOTS, SERVED_RUN_SLOTS, load_settings
+
+    for key in ("HOPTREE_LLM__BASE_URL", "HOPTREE_SERVER__MAX_CONCURRENCY"):
+        monkeypatch.delenv(key, raising=False)
+    assert load_settings().run_slots() == EMBEDDED_RUN_SLOTS == 2
+    served = load_settings(llm={"base_url": "http://127.0.0.1:8000/v1"})
+    assert served.run_slots() == SERVED_RUN_SLOTS == 32
+    pinned = load_settings(
+        llm={"base_url": "http://127.0.0.1:8000/v1"}, server={"max_concurrency": 3}
+    )
+    assert pinned.run_slots() == 3
