@@ -214,6 +214,10 @@ def demo_command(
     from agent.service import AgentError
 
     settings = settings_or_exit()
+    err.print(
+        "[dim]checking every part: the chat model (the first run joins the 1.1 GB local model "
+        "and starts llama.cpp), the embeddings, the index...[/dim]"
+    )
     with byte_progress("joining the local model") as progress:
         report = run_doctor(settings, progress)
     _print_doctor(report)
@@ -221,6 +225,7 @@ def demo_command(
         raise typer.Exit(1)
     target = index or settings.data_dir / "demo-index"
     started = time.monotonic()
+    err.print(f"[dim]indexing the bundled sample into {target}...[/dim]")
     with build_progress() as bar:
         built = build(settings, [DEMO_CORPUS], target, progress=bar)
     out.print(

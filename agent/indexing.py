@@ -69,8 +69,17 @@ def _embeddings(settings: Settings) -> Embeddings:
 
 @contextmanager
 def build_progress(enabled: bool | None = None) -> Iterator[BuildProgress]:
-    """A rich bar per build stage on stderr; off when stderr is not a terminal (CI logs)."""
+    """A rich bar per build stage on stderr; plain lines (one every 10 s at most, with rate
+    and time left) when stderr is not a terminal (CI logs, nohup), where a bar writes nothing."""
     console = Console(stderr=True)
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        from agent.progress import ProgressLines
+
+        lines = ProgressLines(console, every_s=10.0)
+        yield lambda stage, done, total: lines.update(
+            _STAGE_LABELS.get(stage, stage).strip(), done, total
+        )
+        return
     progress = Progress(
         TextColumn("{task.description:<16}"),
         BarColumn(),
@@ -78,7 +87,6 @@ def build_progress(enabled: bool | None = None) -> Iterator[BuildProgress]:
         TimeRemainingColumn(),
         console=console,
         transient=False,
-        disable=not (sys.stderr.isatty() if enabled is None else enabled),
     )
     tasks: dict[str, Any] = {}
 

@@ -45,6 +45,7 @@ from agent.citation_check import (
     ground_short_answer,
     pick_choice,
 )
+from agent.comparison import resolve
 from agent.evidence import Finding, select_evidence, support
 from agent.planner_state import PlannerRun, PlannerState, SearchTask, SubQuery, query_key
 from agent.results import EventKind, TraceEvent
@@ -142,6 +143,7 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
     and, worse, its answer would be filled into the queries that build on it."""
     words = set(query_key(question).split())
     offered = choices(question)
+    stems = {w.rstrip("s") for w in words} | {w[:5] for w in words}
     kept: list[tuple[str, str]] = []
     numbers: dict[int, int] = {}  # position in the plan as written -> position kept
     for i, (query, key) in enumerate(pairs, start=1):
@@ -153,6 +155,8 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
             continue  # builds on a query that was dropped
         if not refs and not words & set(key.split()):
             continue
+        if any(w in key.split() and w[:5] not in stems for w in PATTERN_WORDS):
+            continue  # the prompt's example relation, copied into an unrelated question
         renumbered = _REF.sub(lambda m: f"#{numbers.get(int(m.group(1)), 0)}", query)
         numbers[i] = len(kept) + 1
         kept.append((renumbered, key))
@@ -181,6 +185,9 @@ def _plan_sub_queries(
 
 
 MIN_IMPLICIT_WORDS = 3
+# The decompose prompt's example relation: the model copies "founder of <name>" into questions
+# about no founder ("founder of Qazi", "founder of Los Angeles Dogers" in v3's HotpotQA rows).
+PATTERN_WORDS = ("founder",)
 
 
 def implicit_refs(query: str, earlier: list[str]) -> str:
@@ -855,6 +862,10 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     raw_long = " ".join(reply.value.answer.split())[:2000]
     short, grounded = ground_short_answer(raw_short, texts, state["question"])
     short = pick_choice(short, raw_long, state["question"])
+    # "A or B?" with a date or a number found for each: computed, not read
+    comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
+    if comparison is not None:
+        short, grounded = comparison.picked, True
     check = check_citations(raw_long, texts, state["question"])
     text = check.answer
     if not text and short:
@@ -873,6 +884,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         for n in cited
     ]
     report = {**check.to_json(), "short_answer_grounded": grounded}
+    if comparison is not None:
+        report["comparison"] = comparison.to_json()
     if raw_short != short:
         report["short_answer_written"] = raw_short
     emit(

@@ -25,7 +25,12 @@ stderr = Console(stderr=True)
 
 @contextmanager
 def byte_progress(description: str) -> Iterator[ProgressFn]:
-    """A ProgressFn that draws a byte bar, created lazily so a no-op join draws nothing."""
+    """A ProgressFn that draws a byte bar, created lazily so a no-op join draws nothing; when
+    stderr is not a terminal, plain lines in MB instead (a bar would write nothing there)."""
+    if not sys.stderr.isatty():
+        lines = ProgressLines(stderr, every_s=10.0)
+        yield lambda done, total: lines.update(f"{description} (MB)", done >> 20, total >> 20)
+        return
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -34,7 +39,6 @@ def byte_progress(description: str) -> Iterator[ProgressFn]:
         TimeRemainingColumn(),
         console=stderr,
         transient=True,
-        disable=not sys.stderr.isatty(),
     )
     task: list[int] = []
 

@@ -655,3 +655,48 @@ def test_the_progress_line_counts_the_queries_that_wait() -> None:
         "planned 2 atomic queries (1 wait for an earlier answer): "
         "city of the Eiffel Tower; river of #1"
     )
+
+
+async def test_a_comparison_the_findings_decide_is_computed_not_read(tmp_path: Path) -> None:
+    films = TantivySparseIndex.create(tmp_path / "films")
+    films.add(
+        [
+            Passage("alpha", "Alpha (film)", "Alpha is a drama film released on 3 May 1950."),
+            Passage("beta", "Beta (film)", "Beta is a comedy film released in 1962."),
+        ]
+    )
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        items, text = [], user_text(messages)
+        for block in text.split("Query ")[1:]:
+            n, query = block.split(":", 1)
+            title, year = (
+                ("Alpha (film)", "3 May 1950") if "Alpha" in query else ("Beta (film)", "1962")
+            )
+            items.append({"query": int(n), "answer": year, "passages": [number_any(text, title)]})
+        return reply(findings=items)
+
+    chat = RoutedChatModel(
+        routes={
+            "decompose": reply(queries=["release date of Alpha", "release date of Z"]),
+            "summarize": summarize,
+            # the reader gets it backwards, as the local model did on HotpotQA
+            "answer": reply(short_answer="Beta", answer="Beta came out first [2]."),
+        }
+    )
+    result = await agent_with(chat, [KeywordSearcher(films)]).ask(
+        "Which film came out first, Alpha or Beta?"
+    )
+    # "Z" is filled with the second alternative; both findings are supported
+    assert [q.query for q in result.sub_queries] == [
+        "release date of Alpha",
+        "release date of Beta",
+    ]
+    assert [q.summary for q in result.sub_queries] == ["3 May 1950", "1962"]
+    assert result.short_answer == "Alpha"
+    assert result.citation_check["comparison"] == {
+        "direction": "min",
+        "kind": "date",
+        "values": {"Alpha": "3 May 1950", "Beta": "1962"},
+        "picked": "Alpha",
+    }

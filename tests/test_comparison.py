@@ -1,0 +1,56 @@
+"""Two-way comparisons decided from the findings' dates and numbers, no model."""
+
+from __future__ import annotations
+
+from agent.comparison import direction, parse_date, resolve
+
+BORN = [
+    ("birth date of Morgan Llywelyn", "December 3, 1937"),
+    ("birth date of Robert Jordan", "October 17, 1948"),
+]
+
+
+def test_dates_are_read_in_the_forms_passages_write_them() -> None:
+    assert parse_date("December 3, 1937") == (1937, 12, 3)
+    assert parse_date("3 December 1937") == (1937, 12, 3)
+    assert parse_date("1937") == (1937, 0, 0)
+    assert parse_date("Dec 1937") == (1937, 12, 0)
+    assert parse_date("1937–1948") is None  # two years: not one value
+    assert parse_date("Robert Jordan") is None
+
+
+def test_the_question_says_which_way_it_compares() -> None:
+    assert direction("Who was born first, A or B?") == ("min", "date")
+    assert direction("Which film came out later, A or B?") == ("max", "date")
+    assert direction("Who is younger, A or B?") == ("max", "date")
+    assert direction("Which band has more members, A or B?") == ("max", "amount")
+    assert direction("Who lived longer, A or B?") is None  # two lifespans, not two values
+    assert direction("Which is a band, A or B?") is None
+
+
+def test_the_earlier_birth_answers_born_first_and_the_later_born_later() -> None:
+    picked = resolve("Who was born first, Morgan Llywelyn or Robert Jordan?", BORN)
+    assert picked is not None and picked.picked == "Morgan Llywelyn"
+    assert picked.values == {
+        "Morgan Llywelyn": "December 3, 1937",
+        "Robert Jordan": "October 17, 1948",
+    }
+    later = resolve("Who was born later, Morgan Llywelyn or Robert Jordan?", BORN)
+    assert later is not None and later.picked == "Robert Jordan"
+
+
+def test_numbers_compare_by_amount() -> None:
+    found = [("members of Alpha", "12"), ("members of Beta", "4")]
+    assert resolve("Which band has fewer members, Alpha or Beta?", found).picked == "Beta"
+    assert resolve("Which band has more members, Alpha or Beta?", found).picked == "Alpha"
+
+
+def test_anything_unclear_is_left_to_the_reader() -> None:
+    question = "Who was born first, Morgan Llywelyn or Robert Jordan?"
+    assert resolve(question, BORN[:1]) is None  # one alternative has no finding
+    assert resolve(question, [*BORN, ("birthday of Robert Jordan", "1950")]) is None  # two
+    assert resolve(question, [BORN[0], ("birth date of Robert Jordan", "Ireland")]) is None
+    tie = [BORN[0], ("birth date of Robert Jordan", "1937")]  # by year, the precision shared
+    assert resolve(question, tie) is None
+    assert resolve("Who was born in Paris, A or B?", BORN) is None  # no direction
+    assert resolve("When was Robert Jordan born?", BORN) is None  # no alternatives
