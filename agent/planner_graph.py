@@ -652,14 +652,16 @@ def _follow_ups(raw: list[str], state: PlannerState, room: int) -> tuple[list[Su
     return kept, dropped
 
 
-def _stop_reason(state: PlannerState, run: PlannerRun, rnd: int) -> str:
+def _stop_reason(state: PlannerState, run: PlannerRun, rnd: int, *, hops: bool = False) -> str:
+    """Why no further round may run, or "". Planned queries that wait for an answer are
+    already counted in ``max_sub_queries``: sending them (``hops``) adds none."""
     if rnd >= run.budgets.max_rounds:
         return "max_rounds"
     if run.budget_meter.llm_calls >= run.budget_meter.budget.max_llm_calls:
         return "budget_llm_calls"
     if run.search_time_left() <= 0:
         return "deadline"
-    if len(state.get("sub_queries", {})) >= run.budgets.max_sub_queries:
+    if not hops and len(state.get("sub_queries", {})) >= run.budgets.max_sub_queries:
         return "max_sub_queries"
     return ""
 
@@ -690,11 +692,12 @@ async def verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> Command[L
     dropped: list[str] = []
     stopped = ""
     limit_reason = _stop_reason(state, run, rnd)
-    if ready and not limit_reason:
+    hop_limit = _stop_reason(state, run, rnd, hops=True)
+    if ready and not hop_limit:
         new = ready
         verdict.update(sufficient=False, reason="the answers a planned query needs are known")
     elif ready:
-        stopped = limit_reason
+        stopped = hop_limit
         verdict.update(sufficient=False, reason="planned queries left unsearched")
     elif cfg.summarize and not open_queries:
         stopped = "sufficient"

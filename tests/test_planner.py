@@ -700,3 +700,11 @@ async def test_a_comparison_the_findings_decide_is_computed_not_read(tmp_path: P
         "values": {"Alpha": "3 May 1950", "Beta": "1962"},
         "picked": "Alpha",
     }
+
+
+async def test_a_planned_hop_is_not_held_back_by_the_query_budget(index) -> None:
+    """The waiting query was counted when it was planned: sending it adds no query."""
+    chat = two_hop_chat()
+    result = await agent_with(chat, [KeywordSearcher(index)], max_sub_queries=2).ask(QUESTION)
+    assert [q.round for q in result.sub_queries] == [1, 2]
+    assert result.stopped == "sufficient"
