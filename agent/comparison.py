@@ -129,11 +129,20 @@ def parse_date(text: str) -> tuple[int, int, int] | None:
     return (year, month, day)
 
 
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+
+
 def parse_number(text: str) -> float | None:
+    """ "24.15 million" -> 24150000.0: a magnitude word scales the number (HotpotQA's "24
+    million" against "105,000" was read as 24 before)."""
     match = _NUMBER.match(text)
     if not match:
         return None
-    return float(match.group(1).replace(",", ""))
+    value = float(match.group(1).replace(",", ""))
+    rest = normalize_answer(text[match.end() :]).split()
+    if rest and rest[0] in _SCALE:
+        value *= _SCALE[rest[0]]
+    return value
 
 
 def direction(question: str) -> tuple[str, str] | None:

@@ -54,3 +54,9 @@ def test_anything_unclear_is_left_to_the_reader() -> None:
     assert resolve(question, tie) is None
     assert resolve("Who was born in Paris, A or B?", BORN) is None  # no direction
     assert resolve("When was Robert Jordan born?", BORN) is None  # no alternatives
+
+
+def test_a_magnitude_word_scales_its_number() -> None:
+    found = [("population of Shanghai", "24.15 million"), ("population of Hanggin", "105,000")]
+    question = "Which has the larger population, Shanghai or Hanggin?"
+    assert resolve(question, found).picked == "Shanghai"
