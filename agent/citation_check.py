@@ -29,6 +29,7 @@ from searchers.verification import (
     STOPWORDS,
     YES_NO,
     _stem,
+    contains_span,
     fold,
     normalize_answer,
 )
@@ -417,7 +418,7 @@ def ground_short_answer(
     if target in NO_ANSWER:
         return short, False
     texts = [(s.title, s.text) for s in sources]
-    if any(f" {target} " in f" {normalize_answer(f'{t} {x}')} " for t, x in texts):
+    if any(contains_span(short, f"{t} {x}") for t, x in texts):
         return short, True
     gold = _f1_tokens(short) or target.split()
     wanted = set(gold)

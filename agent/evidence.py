@@ -22,9 +22,11 @@ from typing import Any
 from agent.citation_check import choices
 from searchers.verification import (
     _WORD,
+    NO_ANSWER,
     STOPWORDS,
     YES_NO,
     _stem,
+    contains_span,
     fold,
     key_terms,
     normalize_answer,
@@ -37,8 +39,8 @@ MAX_SPAN_WORDS = 10
 MAX_FINDING_WORDS = 12
 
 
-def _haystack(passage: Mapping[str, Any]) -> str:
-    return f" {normalize_answer(str(passage.get('title', '')) + ' ' + str(passage['text']))} "
+def _text(passage: Mapping[str, Any]) -> str:
+    return f"{passage.get('title', '')} {passage['text']}"
 
 
 _NAME_RUN = re.compile(r"\b(?:[A-Z0-9][\w'’.-]*\s+){0,5}[A-Z0-9][\w'’.-]*")
@@ -88,7 +90,7 @@ def support(
     that only repeats the query's words is none either. A yes/no answer has no span to look
     for: it is supported by the passages the model cited, if it cited any of the shown ones."""
     target = normalize_answer(answer)
-    if not target or target in {"none", "unknown", "not found", "n a", "no answer"}:
+    if target in NO_ANSWER:
         return []
     if target in YES_NO:
         shown_ids = {str(p["id"]) for p in shown}
@@ -102,7 +104,7 @@ def support(
         cited = [p for p in cited if names_one(names, p)]
         shown = [p for p in shown if names_one(names, p)]
     for pool in (cited, shown):
-        found = [str(p["id"]) for p in pool if f" {target} " in _haystack(p)]
+        found = [str(p["id"]) for p in pool if contains_span(answer, _text(p))]
         if found:
             return found
     words = [w for w in target.split() if w]
@@ -110,7 +112,7 @@ def support(
         return []
     for pool in (cited, shown):
         for passage in pool:
-            present = set(_haystack(passage).split())
+            present = set(normalize_answer(_text(passage)).split())
             if sum(w in present for w in words) / len(words) >= MIN_WORD_SHARE:
                 return [str(passage["id"])]
     return []

@@ -53,6 +53,7 @@ from searchers.fusion import fuse_results
 from searchers.passages import Hit, Passage, focus_text, numbered_passages
 from searchers.searcher import BudgetExceeded, SearchResult, outer_budget
 from searchers.structured_calls import ask
+from searchers.verification import contains_span
 
 MAX_QUERIES_PER_CALL = 6
 MAX_QUERY_CHARS = 300
@@ -873,7 +874,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     text = check.answer
     if not text and short:
         # every sentence failed the check: the short answer, cited where it occurs
-        holder = [t.n for t in texts if grounded and _occurs(short, t)]
+        holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
         text = f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
     citations = [
@@ -918,15 +919,6 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "stopped": state.get("stopped") or "sufficient",
         "history": [*state.get("history", []), turn][-10:],
     }
-
-
-def _occurs(span: str, source: SourceText) -> bool:
-    from searchers.verification import normalize_answer
-
-    target = normalize_answer(span)
-    return (
-        bool(target) and f" {target} " in f" {normalize_answer(source.title + ' ' + source.text)} "
-    )
 
 
 # --------------------------------------------------------------------------- the graph

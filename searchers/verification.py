@@ -119,6 +119,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(w for w in folded.split() if w not in {"a", "an", "the"})
 
 
+def contains_span(span: str, text: str) -> bool:
+    """Does ``span`` occur in ``text`` as whole words, after HotpotQA's normalisation? The one
+    check behind every "is this answer a span of the evidence" in hoptree."""
+    target = normalize_answer(span)
+    return bool(target) and f" {target} " in f" {normalize_answer(text)} "
+
+
 def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
     """Does the extracted span occur in the top hits? A yes/no reply counts as grounded (no span
     can be checked for it); an empty or "unknown" reply never does."""
@@ -127,8 +134,7 @@ def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
         return False
     if target in YES_NO:
         return True
-    haystack = " ".join(normalize_answer(f"{h.title} {h.text}") for h in hits[:top])
-    return f" {target} " in f" {haystack} "
+    return contains_span(answer, " ".join(f"{h.title} {h.text}" for h in hits[:top]))
 
 
 @dataclass(frozen=True)
