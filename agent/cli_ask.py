@@ -17,7 +17,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from agent.results import AskResult, TraceEvent
+from agent.results import AskResult
+from agent.trace_lines import progress_line
 
 out = Console()
 err = Console(stderr=True)
@@ -103,31 +104,6 @@ def print_result(result: AskResult) -> None:
         out.print(f"[yellow]note:[/yellow] {escape(problem)}")
 
 
-def _progress_line(event: TraceEvent) -> str | None:
-    d = event.data
-    if event.kind == "decompose":
-        waiting = d.get("waiting") or []
-        planned = [q["query"] for q in d["sub_queries"]] + [q["query"] for q in waiting]
-        later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
-        return f"planned {len(planned)} atomic queries{later}: " + "; ".join(planned)
-    if event.kind == "search":
-        ok = "verified" if d["sufficient"] else "unverified"
-        return f"  {d['searcher']} searched {d['query']!r}: {ok} ({d['ms'] / 1000:.0f}s)"
-    if event.kind == "summarize":
-        found = d["summary"] or (f"unsupported: {d['proposed']}" if d.get("proposed") else "")
-        return f"  {d['id']}: {found[:100] or 'not found'}"
-    if event.kind == "verify":
-        return f"round {event.round}: {'sufficient' if d['sufficient'] else 'insufficient'}"
-    if event.kind == "supplement":
-        what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
-        return f"{what}: " + ("; ".join(q["query"] for q in d["sub_queries"]) or "none")
-    if event.kind == "answer":
-        check = d.get("check") or {}
-        if check.get("dropped"):
-            return f"citation check dropped {check['dropped']} ungrounded sentence(s)"
-    return None
-
-
 async def run_question(agent: Any, question: str, thread_id: str | None, live: bool) -> AskResult:
     if not live:
         return await agent.ask(question, thread_id=thread_id)
@@ -140,7 +116,7 @@ async def run_question(agent: Any, question: str, thread_id: str | None, live: b
 
             raise AgentError(item.data["error"])
         else:
-            line = _progress_line(item)
+            line = progress_line(item)
             if line:
                 err.print(f"[dim]{escape(line)}[/dim]")
     assert result is not None

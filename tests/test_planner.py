@@ -641,8 +641,8 @@ def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
 
 
 def test_the_progress_line_counts_the_queries_that_wait() -> None:
-    from agent.cli_ask import _progress_line
     from agent.results import TraceEvent
+    from agent.trace_lines import progress_line
 
     event = TraceEvent(
         "decompose",
@@ -651,7 +651,7 @@ def test_the_progress_line_counts_the_queries_that_wait() -> None:
             "waiting": [{"id": "q2", "query": "river of #1", "needs": ["q1"]}],
         },
     )
-    assert _progress_line(event) == (
+    assert progress_line(event) == (
         "planned 2 atomic queries (1 wait for an earlier answer): "
         "city of the Eiffel Tower; river of #1"
     )

@@ -1,0 +1,84 @@
+"""One human line per trace step: what ``hoptree ask`` prints while it runs and what a chat
+client receives as ``reasoning_content``, so the terminal and a chat UI tell the same story.
+
+The data is read defensively: the planner's events and a test double's differ in optional
+fields, and a step that cannot be described must not cost the user the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.results import TraceEvent
+
+
+def _clip(text: Any, limit: int = 120) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _queries(subs: Any) -> str:
+    return "; ".join(_clip(q.get("query", ""), 100) for q in subs or [] if isinstance(q, dict))
+
+
+def progress_line(event: TraceEvent) -> str | None:
+    """One short human line for a trace step a user should see, or None."""
+    d = event.data
+    if event.kind == "started":
+        names = ", ".join(str(n) for n in d.get("searchers") or [])
+        return "planning the search" + (f" (searchers: {names})" if names else "")
+    if event.kind == "decompose":
+        waiting = d.get("waiting") or []
+        planned = [*(d.get("sub_queries") or []), *waiting]
+        noun = "query" if len(planned) == 1 else "queries"
+        later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
+        return f"planned {len(planned)} atomic {noun}{later}: {_queries(planned)}"
+    if event.kind == "search":
+        who = d.get("searcher") or "a searcher"
+        query = _clip(d.get("query", ""), 100)
+        if d.get("stopped") == "error":
+            return f"{who} failed on {query!r}: {_clip(d.get('error') or 'no result', 100)}"
+        ok = "verified" if d.get("sufficient") else "unverified"
+        seconds = float(d.get("ms") or event.ms or 0.0) / 1000
+        hits = len(d.get("hits") or [])
+        return f"{who} searched {query!r}: {ok}, {hits} passage(s) ({seconds:.1f}s)"
+    if event.kind == "summarize":
+        qid = d.get("id") or "?"
+        if d.get("summary"):
+            return f"{qid} finding: {_clip(d['summary'])} (supported)"
+        if d.get("proposed"):
+            return f"{qid} finding not supported by its passages: {_clip(d['proposed'])}"
+        if d.get("skipped") and d.get("answered"):
+            return f"{qid}: {len(d.get('sources') or [])} passage(s), no finding written"
+        return f"{qid}: not found"
+    if event.kind == "verify":
+        sufficient = bool(d.get("sufficient"))
+        line = f"round {event.round} verdict: {'sufficient' if sufficient else 'insufficient'}"
+        if d.get("reason"):
+            line += f" ({_clip(d['reason'], 100)})"
+        missing = d.get("missing")
+        if isinstance(missing, list):
+            missing = "; ".join(str(m) for m in missing)
+        if missing and not sufficient:
+            line += f"; missing: {_clip(missing, 150)}"
+        return line
+    if event.kind == "supplement":
+        what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
+        return f"{what}: {_queries(d.get('sub_queries')) or 'none'}"
+    if event.kind == "answer":
+        check = d.get("check") or {}
+        if not check:
+            return "answer written"
+        line = (
+            f"answer written; citation check kept {check.get('kept', 0)} of "
+            f"{check.get('sentences', 0)} sentence(s)"
+        )
+        if check.get("recited"):
+            line += f", re-cited {check['recited']}"
+        if check.get("dropped"):
+            line += f", dropped {check['dropped']} ungrounded"
+        return line
+    if event.kind == "error":
+        where = f" in {d['where']}" if d.get("where") else ""
+        return f"problem{where}: {_clip(d.get('error') or 'unknown error', 150)}"
+    return None
