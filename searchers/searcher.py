@@ -70,16 +70,17 @@ class BudgetMeter:
     def charge(self) -> float:
         """Reserve one LLM call; returns the timeout that call may use."""
         scope = _OUTER.get()
-        outer = scope.meter if scope is not None and scope.meter is not self else None
-        if outer is not None:
-            outer.check()
+        if scope is not None and scope.meter is self:
+            scope = None  # the outer meter itself is being charged
+        if scope is not None:
+            scope.meter.check()
         self.check()
         self.llm_calls += 1
         timeout = min(self.budget.llm_timeout_s, max(self.remaining_s(), 0.001))
-        if outer is not None and scope is not None:
-            outer.llm_calls += 1
+        if scope is not None:
+            scope.meter.llm_calls += 1
             scope.charged += 1
-            timeout = min(timeout, max(outer.remaining_s(), 0.001))
+            timeout = min(timeout, max(scope.meter.remaining_s(), 0.001))
         return timeout
 
 

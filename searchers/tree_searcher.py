@@ -26,18 +26,7 @@ class TreeSearcher:
         try:
             hits = await asyncio.to_thread(self.retriever.collapsed, query, max_nodes=k)
         except Exception as exc:  # a broken tree degrades the answer, it does not end it
-            return SearchResult(
-                self.name,
-                query,
-                [],
-                [],
-                None,
-                False,
-                "error",
-                0,
-                (time.monotonic() - started) * 1000,
-                f"{type(exc).__name__}: {exc}",
-            )
+            return SearchResult.failed(self.name, query, f"{type(exc).__name__}: {exc}", started)
         cov = coverage(query, hits)
         layers = sorted({int(h.passage.metadata.get("layer", 0)) for h in hits})
         attempt = Attempt(
