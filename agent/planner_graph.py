@@ -295,13 +295,8 @@ async def decompose(
     ready, waiting = _plan_sub_queries(pairs, 0, "decompose")
     if not run.planner.summarize:
         # no findings, so no answers to fill in: every query goes out now, #n spelled out
-        ready, waiting = (
-            [
-                _spelled_out(q, {q["id"]: q for q in ready + waiting})
-                for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))
-            ],
-            [],
-        )
+        planned = {q["id"]: q for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))}
+        ready, waiting = [_spelled_out(q, planned) for q in planned.values()], []
     for sub in ready:
         sub["round"] = 1
     emit(
@@ -418,25 +413,34 @@ def _findings_prompt(
     return "\n\n".join(blocks), by_number
 
 
+def _record(
+    sub: SubQuery, span: str, sources: list[str], *, supported: bool, answered: bool, skipped: bool
+) -> dict[str, Any]:
+    """A query's finding as state keeps it: ``summary`` is the span only when supported,
+    ``proposed`` what the model said either way (the trace shows both)."""
+    return {
+        "id": sub["id"],
+        "query": sub["query"],
+        "summary": span if supported else "",
+        "proposed": span,
+        "sources": sources,
+        "answered": answered,
+        "supported": supported,
+        "skipped": skipped,
+        "superseded_by": None,
+    }
+
+
 def _finding(
     sub: SubQuery, answer: str, cited: list[Hit], shown: list[Hit], *, skipped: bool
 ) -> dict[str, Any]:
-    """A query's finding record; ``answered`` means supported by its passages."""
+    """A query's finding from the model's reply; ``answered`` means supported by its passages."""
     span = " ".join(answer.split())[:MAX_FINDING_CHARS]
     sources = support(
         span, [h.to_json() for h in cited], [h.to_json() for h in shown], sub["query"]
     )
-    return {
-        "id": sub["id"],
-        "query": sub["query"],
-        "summary": span if sources else "",
-        "proposed": span,  # what the model said, supported or not (the trace shows both)
-        "sources": sources,
-        "answered": bool(sources),
-        "supported": bool(sources),
-        "skipped": skipped,
-        "superseded_by": None,
-    }
+    found = bool(sources)
+    return _record(sub, span, sources, supported=found, answered=found, skipped=skipped)
 
 
 async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
@@ -480,17 +484,8 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     for sub in subs:
         hits = shown[sub["id"]]
         if not cfg.summarize:  # ablation: the passages are the finding
-            summary = {
-                "id": sub["id"],
-                "query": sub["query"],
-                "summary": "",
-                "proposed": "",
-                "sources": [h.id for h in hits],
-                "answered": bool(hits),
-                "supported": False,
-                "skipped": True,
-                "superseded_by": None,
-            }
+            ids = [h.id for h in hits]
+            summary = _record(sub, "", ids, supported=False, answered=bool(hits), skipped=True)
         else:
             item = replies.get(asked.index(sub) + 1) if sub in asked else None
             cited = [by_number[n] for n in (item.passages if item else []) if n in by_number]
@@ -517,8 +512,7 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
 
 
 def _active(state: PlannerState) -> list[SubQuery]:
-    """Searched queries whose findings still count: not replaced by a supported follow-up,
-    and not follow-ups that failed where the query they re-ask is still open."""
+    """Searched queries whose findings still count: not replaced by a supported follow-up."""
     summaries = state.get("summaries", {})
     return [
         sub
@@ -830,11 +824,13 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     started = time.monotonic()
     sources = _answer_sources(state, cfg.answer_sources)
     focus = _focus(state)
-    shown = [focus_text(s["text"], cfg.passage_chars, focus) for s in sources]
-    passages_text = "\n".join(
-        f"[{n}] {s['title']}: {text}"
-        for n, (s, text) in enumerate(zip(sources, shown, strict=True), 1)
-    )
+    # each passage as the prompt shows it, trimmed around the question: what the citation
+    # check reads and what the result reports as shown
+    texts = [
+        SourceText(n, s["title"], focus_text(s["text"], cfg.passage_chars, focus))
+        for n, s in enumerate(sources, start=1)
+    ]
+    passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     findings = supported_findings(state)
     # The answer is the point of the run: it has one call of its own, beyond what the rounds
     # could spend (the rounds' meter stops one short of max_llm_calls).
@@ -859,9 +855,6 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     )
     if reply.value is None:
         raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
-    texts = [
-        SourceText(n, s["title"], t) for n, (s, t) in enumerate(zip(sources, shown, strict=True), 1)
-    ]
     raw_short = " ".join(reply.value.short_answer.split())[:300]
     raw_long = " ".join(reply.value.answer.split())[:2000]
     short, grounded = ground_short_answer(raw_short, texts, state["question"])
@@ -907,8 +900,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     )
     turn = {"question": state["question"], "short_answer": short}
     shown_sources = [
-        {"n": n, "id": src["id"], "title": src["title"], "text": src["text"], "shown": t}
-        for n, (src, t) in enumerate(zip(sources, shown, strict=True), start=1)
+        {"n": t.n, "id": src["id"], "title": src["title"], "text": src["text"], "shown": t.text}
+        for src, t in zip(sources, texts, strict=True)
     ]
     return {
         "short_answer": short,
