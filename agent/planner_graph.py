@@ -144,7 +144,7 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
     and, worse, its answer would be filled into the queries that build on it."""
     words = set(query_key(question).split())
     offered = choices(question)
-    stems = {w.rstrip("s") for w in words} | {w[:5] for w in words}
+    prefixes = {w[:5] for w in words}  # "founder" passes for a question that says "founded"
     kept: list[tuple[str, str]] = []
     numbers: dict[int, int] = {}  # position in the plan as written -> position kept
     for i, (query, key) in enumerate(pairs, start=1):
@@ -156,7 +156,7 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
             continue  # builds on a query that was dropped
         if not refs and not words & set(key.split()):
             continue
-        if any(w in key.split() and w[:5] not in stems for w in PATTERN_WORDS):
+        if any(w in key.split() and w[:5] not in prefixes for w in PATTERN_WORDS):
             continue  # the prompt's example relation, copied into an unrelated question
         renumbered = _REF.sub(lambda m: f"#{numbers.get(int(m.group(1)), 0)}", query)
         numbers[i] = len(kept) + 1
