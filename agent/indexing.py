@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agent.embeddings import BUNDLED_MODELS
 from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
@@ -69,34 +66,13 @@ def _embeddings(settings: Settings) -> Embeddings:
 
 @contextmanager
 def build_progress(enabled: bool | None = None) -> Iterator[BuildProgress]:
-    """A rich bar per build stage on stderr; plain lines (one every 10 s at most, with rate
-    and time left) when stderr is not a terminal (CI logs, nohup), where a bar writes nothing."""
-    console = Console(stderr=True)
-    if not (sys.stderr.isatty() if enabled is None else enabled):
-        from agent.progress import ProgressLines
+    """A bar per build stage on stderr, plain lines when stderr is not a terminal."""
+    from agent.progress import stage_progress
 
-        lines = ProgressLines(console, every_s=10.0)
-        yield lambda stage, done, total: lines.update(
+    with stage_progress(enabled) as update:
+        yield lambda stage, done, total: update(
             _STAGE_LABELS.get(stage, stage).strip(), done, total
         )
-        return
-    progress = Progress(
-        TextColumn("{task.description:<16}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
-    tasks: dict[str, Any] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(_STAGE_LABELS.get(stage, stage), total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    with progress:
-        yield update
 
 
 def build(

@@ -7,11 +7,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeRemainingColumn,
@@ -53,6 +55,38 @@ def byte_progress(description: str) -> Iterator[ProgressFn]:
     finally:
         if task:
             progress.stop()
+
+
+StageFn = Callable[[str, int, int], None]  # (stage label, done, total)
+
+
+@contextmanager
+def stage_progress(enabled: bool | None = None, every_s: float = 10.0) -> Iterator[StageFn]:
+    """An update(label, done, total) for work in named stages: a rich bar per stage on a
+    terminal; plain lines (one every ``every_s`` at most, with rate and time left) when stderr
+    is not one (CI logs, nohup, a pipe), where a bar writes nothing."""
+    console = Console(stderr=True)
+    if not (sys.stderr.isatty() if enabled is None else enabled):
+        lines = ProgressLines(console, every_s=every_s)
+        yield lines.update
+        return
+    progress = Progress(
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    tasks: dict[str, Any] = {}
+
+    def update(label: str, done: int, total: int) -> None:
+        if label not in tasks:
+            tasks[label] = progress.add_task(label, total=total)
+        progress.update(tasks[label], completed=done, total=total)
+
+    with progress:
+        yield update
 
 
 class ProgressLines:

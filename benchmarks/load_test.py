@@ -13,21 +13,30 @@ Setup, all on loopback:
   planner, with the real sparse searcher (tantivy, query rewrite and refinement) and
   ``HoptreeChatOpenAI`` pointed at the stub (``max_retries=0``, 10 s timeout).
 
-A run makes 11 chat calls over two planner rounds (see the stub's docstring). Phases:
+A run takes the planner's two-round shape (see the stub's docstring). Phases, with N clients
+(``--clients``, 50) against a server running at most C runs at once (``--max-concurrency``,
+the served default ``SERVED_RUN_SLOTS``):
 
-1. burst: 50 concurrent ``POST /v1/ask`` at ``max_concurrency`` 4: 4 answered, 46 refused with
-   429 and ``Retry-After``; none may be lost or hang.
-2. retrying clients: the same 50, each honouring ``Retry-After`` (bounded attempts) until served.
-3. stream burst: 50 concurrent ``POST /v1/ask/stream``; a 200 must end with the ``result`` event.
-4. chat endpoint down: 25 ``/v1/ask`` and 25 ``/v1/ask/stream`` clients (retrying 429s); once
+0. one run alone, three times in a row: the single-run time the others are held against.
+1. burst: N concurrent ``POST /v1/ask``: C answered, the rest refused with 429 and
+   ``Retry-After``; none may be lost or hang.
+2. retrying clients: the same N, each honouring ``Retry-After`` (bounded attempts) until
+   served. Target: p50 at most twice the single run's time, nothing lost.
+3. stream burst: N concurrent ``POST /v1/ask/stream``; a 200 must end with the ``result`` event.
+4. chat endpoint down: N/2 ``/v1/ask`` and N/2 ``/v1/ask/stream`` clients (retrying 429s); once
    runs are in flight the stub is killed (SIGKILL). Clients must get 502 naming the connection
    failure, or a fatal ``error`` event saying the same on a stream; ``/healthz`` must keep
    answering during and after.
 5. chat endpoint back: the stub restarts on the same port; the same server answers again.
 
 Server RSS is sampled before, during (peak) and after every phase; "lost" = no HTTP response.
+The machine's load (load average, and other processes busy when the test starts) is recorded
+with the figures, since a 2-core machine shared with a model run gives other numbers than an
+idle one. Progress goes to stderr from the first second (bars on a terminal, lines otherwise).
 
-    .venv/bin/python benchmarks/load_test.py            # writes benchmarks/results/load.md
+    .venv/bin/python benchmarks/load_test.py                 # prints the report
+    .venv/bin/python benchmarks/load_test.py --write         # and writes benchmarks/results/load.md
+    .venv/bin/python benchmarks/load_test.py --clients 20 --max-concurrency 8 --latency 0.5
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agent.progress import StageFn, stage_progress  # noqa: E402
+from agent.settings import SERVED_RUN_SLOTS  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 CORPUS = ROOT / "agent" / "demo" / "hotpotqa_demo.jsonl"
 STUB = ROOT / "benchmarks" / "stub_chat_server.py"
@@ -65,8 +77,9 @@ QUESTION = (
     "what city?"
 )
 CLIENTS = 50
-MAX_CONCURRENCY = 4
 CHAT_LATENCY_S = 0.2  # per chat call, at the stub
+SINGLE_RUNS = 3  # phase 0: one run at a time, this many times
+TARGET_RATIO = 2.0  # phase 2's p50 against the single run's time
 CHAT_TIMEOUT_S = 10.0  # the chat client's timeout per call
 RUN_DEADLINE_S = 60.0  # the server's per-run deadline
 REQUEST_TIMEOUT = httpx.Timeout(30.0)
@@ -139,6 +152,15 @@ class Proc:
     proc: subprocess.Popen[str]
     url: str
 
+    def cpu_s(self) -> float:
+        """CPU time (user + system) the process has used so far; -1 once it is gone."""
+        try:
+            text = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return -1.0
+        fields = text[text.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kib(self) -> int:
         """Resident set size (VmRSS), in KiB; -1 once the process is gone."""
         try:
@@ -196,12 +218,21 @@ def spawn(name: str, args: list[str]) -> Proc:
     raise RuntimeError(f"the {name} process did not start within {START_TIMEOUT_S:.0f} s")
 
 
-def start_stub(port: int = 0) -> Proc:
-    args = [sys.executable, str(STUB), "--port", str(port), "--latency", str(CHAT_LATENCY_S)]
+@dataclass(frozen=True)
+class Sizes:
+    """The test's sizes, from the command line."""
+
+    clients: int = CLIENTS
+    max_concurrency: int = SERVED_RUN_SLOTS
+    latency_s: float = CHAT_LATENCY_S
+
+
+def start_stub(sizes: Sizes, port: int = 0) -> Proc:
+    args = [sys.executable, str(STUB), "--port", str(port), "--latency", str(sizes.latency_s)]
     return spawn("stub chat", args)
 
 
-def start_server(chat_url: str, index_dir: Path) -> Proc:
+def start_server(chat_url: str, index_dir: Path, sizes: Sizes) -> Proc:
     args = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -211,7 +242,7 @@ def start_server(chat_url: str, index_dir: Path) -> Proc:
         "--index",
         str(index_dir),
         "--max-concurrency",
-        str(MAX_CONCURRENCY),
+        str(sizes.max_concurrency),
     ]
     return spawn("server", args)
 
@@ -232,6 +263,71 @@ def build_index(data_dir: Path) -> tuple[Path, float]:
         embeddings=DeterministicFakeEmbedding(size=384),
     )
     return index_dir, time.monotonic() - started
+
+
+# --------------------------------------------------------------------------- machine load
+
+
+def _cpu_ticks() -> dict[int, tuple[str, int]]:
+    """(command name, user+system clock ticks) of every process, from /proc."""
+    ticks = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        with contextlib.suppress(OSError):  # the command line says more than "python"
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+            name = " ".join(a.decode(errors="replace").rsplit("/", 1)[-1] for a in argv[:5])
+        fields = text[text.rindex(")") + 2 :].split()
+        ticks[int(stat.parent.name)] = (name, int(fields[11]) + int(fields[12]))
+    return ticks
+
+
+def busy_processes(seconds: float = 1.0, floor: float = 10.0) -> list[tuple[str, float]]:
+    """Other processes using at least ``floor`` % of a CPU over ``seconds``: what else the
+    machine was doing when the test began (an empty list on a system without /proc)."""
+    before = _cpu_ticks()
+    time.sleep(seconds)
+    after = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = []
+    for pid, (name, ticks) in after.items():
+        if pid == os.getpid() or pid not in before:
+            continue
+        share = 100.0 * (ticks - before[pid][1]) / hz / seconds
+        if share >= floor:
+            busy.append((name, share))
+    return sorted(busy, key=lambda x: -x[1])
+
+
+@dataclass
+class Load:
+    """The machine's 1-minute load average at the start, its peak and at the end, and the
+    processes already busy at the start."""
+
+    start: float = 0.0
+    peak: float = 0.0
+    end: float = 0.0
+    busy: list[tuple[str, float]] = field(default_factory=list)
+
+    def sample(self) -> None:
+        self.peak = max(self.peak, os.getloadavg()[0])
+
+    def text(self) -> str:
+        others = (
+            ", ".join(f"{name} {share:.0f}% CPU" for name, share in self.busy)
+            if self.busy
+            else "none above 10% of a CPU"
+        )
+        return (
+            f"load average {self.start:.2f} at the start, {self.peak:.2f} at its peak, "
+            f"{self.end:.2f} at the end; other busy processes at the start: {others}"
+        )
+
+
+LOAD = Load()
 
 
 # --------------------------------------------------------------------------- clients
@@ -257,6 +353,7 @@ class Phase:
     rss_peak_kib: int = 0
     rss_after_kib: int = 0
     wall_s: float = 0.0
+    server_cpu_s: float = 0.0  # CPU time the server process used during the phase
     chat_calls: int | None = None
     health: list[float] = field(default_factory=list)  # /healthz latencies; inf = failed
     notes: list[str] = field(default_factory=list)
@@ -359,6 +456,7 @@ async def watch(server: Proc, client: httpx.AsyncClient, phase: Phase, stop: asy
         if stop.is_set():
             return
         phase.rss_peak_kib = max(phase.rss_peak_kib, server.rss_kib())
+        LOAD.sample()
         started = time.monotonic()
         try:
             r = await client.get(server.url + "/healthz")
@@ -375,10 +473,13 @@ async def run_phase(
     server: Proc,
     stub: Proc,
     clients: Callable[[httpx.AsyncClient], list[Coroutine[Any, Any, Outcome]]],
+    progress: StageFn,
     *,
     during: Callable[[httpx.AsyncClient, Phase], Coroutine[Any, Any, None]] | None = None,
+    one_at_a_time: bool = False,
 ) -> Phase:
     phase = Phase(name, rss_before_kib=server.rss_kib())
+    cpu_before = server.cpu_s()
     phase.rss_peak_kib = phase.rss_before_kib
     calls_before = await stub_stats(stub)
     started = time.monotonic()
@@ -386,13 +487,28 @@ async def run_phase(
         stop = asyncio.Event()
         watcher = asyncio.create_task(watch(server, client, phase, stop))
         side = asyncio.create_task(during(client, phase)) if during else None
-        phase.outcomes = list(await asyncio.gather(*clients(client)))
+        runs = clients(client)
+        done = 0
+        progress(name, 0, len(runs))
+
+        async def counted(run: Coroutine[Any, Any, Outcome]) -> Outcome:
+            nonlocal done
+            outcome = await run
+            done += 1
+            progress(name, done, len(runs))
+            return outcome
+
+        if one_at_a_time:
+            phase.outcomes = [await counted(run) for run in runs]
+        else:
+            phase.outcomes = list(await asyncio.gather(*(counted(run) for run in runs)))
         if side is not None:
             await side
         stop.set()
         await watcher
     phase.wall_s = time.monotonic() - started
     phase.rss_after_kib = server.rss_kib()
+    phase.server_cpu_s = server.cpu_s() - cpu_before
     calls_after = await stub_stats(stub)
     if calls_before is not None and calls_after is not None:
         phase.chat_calls = calls_after["total"] - calls_before["total"]
@@ -421,8 +537,8 @@ def mib(kib: int) -> str:
 def table(phases: list[Phase]) -> str:
     rows = [
         "| phase | requests | answers by status | lost | p50 / max s (200) | attempts (max) "
-        "| chat calls | wall s | server RSS MiB before -> peak -> after |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| chat calls | wall s | server CPU s | server RSS MiB before -> peak -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in phases:
         counts = p.counts()
@@ -433,8 +549,8 @@ def table(phases: list[Phase]) -> str:
         rows.append(
             f"| {p.name} | {len(p.outcomes)} | {by_status} | {counts.get('lost', 0)} "
             f"| {pct(served, 0.5):.2f} / {max(served, default=float('nan')):.2f} | {attempts} "
-            f"| {calls} | {p.wall_s:.1f} | {mib(p.rss_before_kib)} -> {mib(p.rss_peak_kib)} -> "
-            f"{mib(p.rss_after_kib)} |"
+            f"| {calls} | {p.wall_s:.1f} | {p.server_cpu_s:.1f} "
+            f"| {mib(p.rss_before_kib)} -> {mib(p.rss_peak_kib)} -> {mib(p.rss_after_kib)} |"
         )
     return "\n".join(rows)
 
@@ -480,9 +596,12 @@ class Kill:
     chat_calls: int = -1  # calls the stub had answered or was answering in the phase
 
 
-async def kill_mid_run(stub: Proc, kill: Kill, client: httpx.AsyncClient, server: Proc) -> None:
-    """Once the server runs ``MAX_CONCURRENCY`` runs and each has made about two chat calls (the
-    decomposition and a search rewrite are done or under way), SIGKILL the stub."""
+async def kill_mid_run(
+    stub: Proc, kill: Kill, client: httpx.AsyncClient, server: Proc, slots: int
+) -> None:
+    """Once the server runs ``slots`` runs (its limit, or every client) and they have made about
+    two chat calls each (the decomposition and a search or findings call are done or under
+    way), SIGKILL the stub."""
     started = time.monotonic()
     before = await stub_stats(stub)
     base = before["total"] if before else 0
@@ -492,7 +611,7 @@ async def kill_mid_run(stub: Proc, kill: Kill, client: httpx.AsyncClient, server
         except (httpx.HTTPError, ValueError, KeyError):
             running = -1
         stats = await stub_stats(stub)
-        if stats and running >= MAX_CONCURRENCY and stats["total"] - base >= 2 * MAX_CONCURRENCY:
+        if stats and running >= slots and stats["total"] - base >= 2 * slots:
             kill.running, kill.chat_in_flight = running, stats["in_flight"]
             kill.chat_calls = stats["total"] - base
             break
@@ -502,50 +621,53 @@ async def kill_mid_run(stub: Proc, kill: Kill, client: httpx.AsyncClient, server
     kill.after_s = kill.at - started
 
 
-async def main_async(index_dir: Path) -> tuple[list[Phase], dict[str, Any]]:
+async def main_async(
+    index_dir: Path, sizes: Sizes, progress: StageFn
+) -> tuple[list[Phase], dict[str, Any]]:
     phases: list[Phase] = []
     info: dict[str, Any] = {}
-    stub = start_stub()
+    n = sizes.clients
+    stub = start_stub(sizes)
     port = int(stub.url.rsplit(":", 1)[1])
-    server = start_server(stub.url, index_dir)
+    server = start_server(stub.url, index_dir, sizes)
     info["rss_start_kib"] = server.rss_kib()
+
+    async def phase(name: str, clients: Any, **kw: Any) -> Phase:
+        return await run_phase(name, server, stub, clients, progress, **kw)
+
     try:
-        one = await run_phase(
-            "1 burst /v1/ask",
-            server,
-            stub,
-            lambda c: [ask_once(c, server.url) for _ in range(CLIENTS)],
+        alone = await phase(
+            "0 one run alone",
+            lambda c: [ask_once(c, server.url) for _ in range(SINGLE_RUNS)],
+            one_at_a_time=True,
         )
-        phases.append(one)
+        info["single_stats"] = await stub_stats(stub)
+        phases.append(alone)
         phases.append(
-            await run_phase(
+            await phase("1 burst /v1/ask", lambda c: [ask_once(c, server.url) for _ in range(n)])
+        )
+        phases.append(
+            await phase(
                 "2 retry on 429",
-                server,
-                stub,
-                lambda c: [until_served(ask_once, c, server.url) for _ in range(CLIENTS)],
+                lambda c: [until_served(ask_once, c, server.url) for _ in range(n)],
             )
         )
         phases.append(
-            await run_phase(
-                "3 burst /v1/ask/stream",
-                server,
-                stub,
-                lambda c: [stream_once(c, server.url) for _ in range(CLIENTS)],
+            await phase(
+                "3 burst /v1/ask/stream", lambda c: [stream_once(c, server.url) for _ in range(n)]
             )
         )
-        stats = await stub_stats(stub)
-        info["stub_stats_before_kill"] = stats
+        info["stub_stats_before_kill"] = await stub_stats(stub)
 
         kill = Kill()
-        down = await run_phase(
+        slots = min(sizes.max_concurrency, n)
+        down = await phase(
             "4 chat endpoint down",
-            server,
-            stub,
             lambda c: [
-                *(until_served(ask_once, c, server.url) for _ in range(CLIENTS // 2)),
-                *(until_served(stream_once, c, server.url) for _ in range(CLIENTS - CLIENTS // 2)),
+                *(until_served(ask_once, c, server.url) for _ in range(n // 2)),
+                *(until_served(stream_once, c, server.url) for _ in range(n - n // 2)),
             ],
-            during=lambda c, _phase: kill_mid_run(stub, kill, c, server),
+            during=lambda c, _phase: kill_mid_run(stub, kill, c, server, slots),
         )
         down.chat_calls = kill.chat_calls
         before = [o for o in down.outcomes if o.ended_at and o.ended_at < kill.at]
@@ -562,12 +684,10 @@ async def main_async(index_dir: Path) -> tuple[list[Phase], dict[str, Any]]:
         )
         phases.append(down)
 
-        stub = start_stub(port)  # the same port: the agent's base URL does not change
+        stub = start_stub(sizes, port)  # the same port: the agent's base URL does not change
         phases.append(
-            await run_phase(
+            await phase(
                 "5 chat endpoint back",
-                server,
-                stub,
                 lambda c: [until_served(ask_once, c, server.url) for _ in range(RECOVERY_CLIENTS)],
             )
         )
@@ -575,86 +695,120 @@ async def main_async(index_dir: Path) -> tuple[list[Phase], dict[str, Any]]:
     finally:
         server.stop()
         stub.stop()
-    for phase in phases:
-        run_notes(phase)
+    for p in phases:
+        run_notes(p)
     return phases, info
 
 
-def write_report(phases: list[Phase], info: dict[str, Any]) -> str:
-    load = os.getloadavg()
+def single_run_s(phases: list[Phase]) -> float:
+    """Phase 0's median run time: what one run takes with nothing else on the server."""
+    served = [o.seconds for o in phases[0].outcomes if o.status == 200] if phases else []
+    return pct(served, 0.5)
+
+
+def concurrency_line(phases: list[Phase], sizes: Sizes) -> str:
+    """Phase 2's p50 against the single run's time, the figure the target is about."""
+    single = single_run_s(phases)
+    served = [o.seconds for o in phases[2].outcomes if o.status == 200]
+    p50, p90 = pct(served, 0.5), pct(served, 0.9)
+    return (
+        f"**{sizes.clients} concurrent runs** (phase 2, at most {sizes.max_concurrency} at once "
+        f"on the server, the rest retrying 429s): p50 {p50:.2f} s, p90 {p90:.2f} s, against "
+        f"{single:.2f} s for one run alone (phase 0 median): p50 = {p50 / single:.2f}x a single "
+        f"run (target at most {TARGET_RATIO:g}x). The server process used "
+        f"{phases[2].server_cpu_s:.1f} s of CPU for the phase's {len(served)} runs "
+        f"({phases[2].server_cpu_s / max(1, len(served)) * 1000:.0f} ms a run); one process "
+        "holds one core at most (the GIL), so that CPU time, not the chat endpoint, is what "
+        "many concurrent runs queue for."
+    )
+
+
+def _per_run(stats: dict[str, Any] | None, runs: int) -> str:
+    calls = (stats or {}).get("calls") or {}
+    if not calls or not runs:
+        return "unknown"
+    kinds = ", ".join(f"{k} {v / runs:g}" for k, v in sorted(calls.items()))
+    return f"{sum(calls.values()) / runs:g} ({kinds})"
+
+
+def report(phases: list[Phase], info: dict[str, Any], sizes: Sizes) -> str:
     stats = info.get("stub_stats_before_kill") or {}
     calls = stats.get("calls") or {}
-    kinds = ", ".join(f"{k} {v}" for k, v in sorted(calls.items()))
     refinement = ""
     if calls and not any(
         k in calls for k in ("sparse_extend", "sparse_emphasize", "sparse_filter")
     ):
         refinement = (
-            " The sparse searcher's first rewrite already covered the queries' key terms, so its "
+            " The sparse searcher's first search already covered the queries' key terms, so its "
             "refinement branch was not exercised."
         )
+    runs = sum(o.status == 200 for o in phases[0].outcomes) if phases else 0
     header = [
         "# HTTP API load test",
         "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M UTC} on {platform.node()}: {os.cpu_count()} CPUs "
-        "(shared with a background LLM job), "
-        f"Python {platform.python_version()}, load average {load[0]:.2f} at the end.",
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M UTC}: {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; {LOAD.text()}.",
         "",
         "Setup, all on loopback: the real app (`create_app` + `make_server`, uvicorn) in its own "
-        f"process with `max_concurrency={MAX_CONCURRENCY}` and a {RUN_DEADLINE_S:g} s run "
+        f"process with `max_concurrency={sizes.max_concurrency}` and a {RUN_DEADLINE_S:g} s run "
         "deadline, serving `HoptreeAgent`: the real LangGraph planner with the real sparse "
         "searcher (tantivy BM25 over the bundled 300 HotpotQA paragraphs, indexed with "
-        "`agent.indexing.build` at start; LLM query rewrite, coverage check, extend/emphasize/"
-        "filter refinement when coverage fails). The dense searcher is not used, so no embedding "
+        "`agent.indexing.build` at start). The dense searcher is not used, so no embedding "
         "model is loaded (the index's dense side holds placeholder vectors). The chat model is "
         "`HoptreeChatOpenAI` (langchain-openai, `response_format: json_schema`, `max_retries=0`, "
         f"{CHAT_TIMEOUT_S:g} s timeout) pointed at `benchmarks/stub_chat_server.py`, a stub "
         "OpenAI-compatible endpoint in its own process that waits a fixed "
-        f"{CHAT_LATENCY_S} s per call and answers schema-valid JSON chosen by the prompt's system "
-        "text, with token counts in `usage` (no model, no LLM cache). Its replies give every run "
-        "the planner's two-round shape: decompose into 2 atomic queries, search, summarize, "
-        "verify (not yet sufficient), supplement (1 follow-up query), search, summarize, verify "
-        "(sufficient), answer with citations: 11 calls, 8 of them one after another, so a run "
-        f"waits at least {8 * CHAT_LATENCY_S:.1f} s on the stub. So this measures the server "
-        "and the planner's orchestration under load, not model quality or speed. "
+        f"{sizes.latency_s:g} s per call and answers schema-valid JSON chosen by the prompt's "
+        "system text, with token counts in `usage` (no model, no LLM cache). Its replies give "
+        "every run the planner's two-round shape (decompose, search, findings, verify with one "
+        "follow-up, search, findings, answer with citations); chat calls per run, measured in "
+        f"phase 0: {_per_run(info.get('single_stats'), runs)}. So this measures the server and "
+        "the planner's orchestration under load, not model quality or speed. "
         f"Question: `{QUESTION}`.",
         "",
-        f"{CLIENTS} concurrent clients per phase (phase 5: {RECOVERY_CLIENTS}). Phase 4: half "
-        "the clients use `/v1/ask`, half `/v1/ask/stream`, all retrying 429s; once runs are in "
-        "flight the stub is killed with SIGKILL. Phase 5 restarts the stub on the same port; "
-        "the server is never restarted. Lost = no HTTP response. Seconds = from a client's "
-        "first attempt to its complete answer, 429 waits included. Chat calls = calls the stub "
-        "received during the phase (phase 4: before the kill)"
-        + (f" (phases 1-3 by prompt: {kinds})." if kinds else ".")
-        + refinement,
+        f"{sizes.clients} concurrent clients per phase (phase 0: {SINGLE_RUNS} runs one after "
+        f"another; phase 5: {RECOVERY_CLIENTS}). Phase 4: half the clients use `/v1/ask`, half "
+        "`/v1/ask/stream`, all retrying 429s; once runs are in flight the stub is killed with "
+        "SIGKILL. Phase 5 restarts the stub on the same port; the server is never restarted. "
+        "Lost = no HTTP response. Seconds = from a client's first attempt to its complete "
+        "answer, 429 waits included. Chat calls = calls the stub received during the phase "
+        "(phase 4: before the kill)." + refinement,
         "",
-        "`benchmarks/load_test.py` regenerates this file.",
+        "`benchmarks/load_test.py --write` regenerates this file (the README of `benchmarks/` "
+        "lists its flags).",
         "",
     ]
     start = info.get("rss_start_kib", -1)
     end = phases[-1].rss_after_kib if phases else -1
-    warm = phases[0].rss_after_kib if phases else -1
+    warm = phases[1].rss_after_kib if len(phases) > 1 else -1
     memory = (
         f"Server RSS: {mib(start)} MiB idle after start, {mib(warm)} MiB after phase 1, "
         f"{mib(end)} MiB at the end ({(end - warm) / 1024:+.1f} MiB after phase 1, "
         f"{sum(len(p.outcomes) for p in phases)} requests in all)."
     )
-    body = [table(phases), "", memory, "", *details(phases), ""]
-    text = "\n".join(header + body)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "load.md").write_text(text)
-    return text
+    body = [
+        concurrency_line(phases, sizes) if len(phases) > 2 else "",
+        "",
+        table(phases),
+        "",
+        memory,
+        "",
+        *details(phases),
+        "",
+    ]
+    return "\n".join(header + body)
 
 
 def _connection_error(message: str) -> bool:
     return "connection" in message.casefold()
 
 
-def check(phases: list[Phase], info: dict[str, Any]) -> list[str]:
+def check(phases: list[Phase], info: dict[str, Any], sizes: Sizes) -> list[str]:
     """What must hold; printed, and the exit code is 1 if anything fails."""
     problems = []
-    if len(phases) != 5:
-        return [f"only {len(phases)} of 5 phases ran"]
+    if len(phases) != 6:
+        return [f"only {len(phases)} of 6 phases ran"]
+    alone, phases = phases[0], phases[1:]  # phase 0 gives the single-run time
     for p in phases:
         if p.counts().get("lost"):
             problems.append(f"{p.name}: {p.counts()['lost']} requests got no answer")
@@ -662,7 +816,12 @@ def check(phases: list[Phase], info: dict[str, Any]) -> list[str]:
             problems.append(f"{p.name}: /healthz failed during the phase")
     for p in (phases[0], phases[2]):
         counts = p.counts()
-        want = {"200": MAX_CONCURRENCY, "429": CLIENTS - MAX_CONCURRENCY}
+        slots = min(sizes.max_concurrency, sizes.clients)
+        want = (
+            {"200": slots, "429": sizes.clients - slots}
+            if slots < sizes.clients
+            else {"200": slots}
+        )
         if dict(counts) != want:
             problems.append(f"{p.name}: statuses {dict(counts)}, expected {want}")
         if any(o.retry_after is None for o in p.outcomes if o.status == 429):
@@ -695,30 +854,70 @@ def check(phases: list[Phase], info: dict[str, Any]) -> list[str]:
     stats = info.get("stub_stats_before_kill") or {}
     if stats.get("unknown"):
         problems.append(f"the stub got {stats['unknown']} prompts it did not recognise")
+    alone_runs = [o for o in alone.outcomes if o.status == 200 and o.answered]
+    if len(alone_runs) != SINGLE_RUNS:
+        problems.append(f"one run alone: {len(alone_runs)} of {SINGLE_RUNS} runs answered")
+    single = pct([o.seconds for o in alone_runs], 0.5)
+    p50 = pct([o.seconds for o in phases[1].outcomes if o.status == 200], 0.5)
+    if alone_runs and p50 > TARGET_RATIO * single:
+        problems.append(
+            f"{sizes.clients} concurrent runs: p50 {p50:.2f} s is more than {TARGET_RATIO:g}x "
+            f"the single run's {single:.2f} s"
+        )
     growth = (phases[-1].rss_after_kib - phases[0].rss_after_kib) / 1024
     if growth > MEMORY_SLACK_MIB:
         problems.append(f"server RSS grew {growth:.1f} MiB after warm-up (> {MEMORY_SLACK_MIB})")
     return problems
 
 
+def say(text: str) -> None:
+    """A timestamped progress line on stderr (stdout carries the report)."""
+    print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=CLIENTS, help="concurrent clients a phase")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=SERVED_RUN_SLOTS,
+        help="runs the server takes at once (default: hoptree's default with a remote endpoint)",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=CHAT_LATENCY_S, help="the stub's seconds per chat call"
+    )
+    parser.add_argument(
+        "--write", action="store_true", help=f"write the report to {RESULTS.name}/load.md"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS / "load.md", help="where --write goes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--chat-url", default="", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=Path, default=None, help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--max-concurrency", type=int, default=MAX_CONCURRENCY, help=argparse.SUPPRESS
-    )
     args = parser.parse_args()
     if args.serve:
         serve_child(args.chat_url, args.index, args.max_concurrency)
         return
+    if args.clients < 2 or args.max_concurrency < 1 or args.latency < 0:
+        parser.error("--clients must be at least 2, --max-concurrency at least 1, --latency >= 0")
+    sizes = Sizes(args.clients, args.max_concurrency, args.latency)
+    say("measuring the machine's load for 1 s (other busy processes)")
+    LOAD.busy = busy_processes()
+    LOAD.start = LOAD.peak = os.getloadavg()[0]
+    say(f"{LOAD.text()}; building the demo index")
     with tempfile.TemporaryDirectory(prefix="hoptree-load-") as tmp:
         index_dir, build_s = build_index(Path(tmp))
-        print(f"index built in {build_s:.1f} s: {index_dir}", flush=True)
-        phases, info = asyncio.run(main_async(index_dir))
-    print(write_report(phases, info))
-    problems = check(phases, info)
+        say(f"index built in {build_s:.1f} s; starting the stub chat endpoint and the server")
+        with stage_progress(every_s=5.0) as progress:
+            phases, info = asyncio.run(main_async(index_dir, sizes, progress))
+    LOAD.end = os.getloadavg()[0]
+    text = report(phases, info, sizes)
+    print(text)
+    if args.write:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+        say(f"wrote {args.out}")
+    problems = check(phases, info, sizes)
     for problem in problems:
         print(f"FAIL: {problem}")
     print("all checks passed" if not problems else f"{len(problems)} check(s) failed")

@@ -5,10 +5,11 @@ prompt it was sent. The prompt kind is recognised from the system message: every
 ``prompts/*.txt`` is read at start-up and its system text (up to its first ``{field}``) is the
 prefix that names it, so the stub follows the prompt files as they change. The replies are
 plausible, deterministic and grounded in the passages of the prompt where the planner checks
-(an extracted span is copied from passage 1, summaries and answers cite passage 1), and a run
-takes the planner's usual two-round shape: decompose (the quoted name and the question), search,
-summarize, verify (not yet sufficient while fewer than three atomic queries have findings),
-supplement (one follow-up query), search, summarize, verify (sufficient), answer.
+(a finding is a span copied from its query's first passage, the answer cites passage 1), and a
+run takes the planner's two-round shape: decompose (the quoted name and the question), search,
+findings (the name's query is answered; the copied question, which ends in "?", is left open),
+verify (not sufficient while a query is open: one follow-up naming the finding), search,
+findings, answer.
 
 ``usage`` carries token counts (about 4 characters a token). ``GET /stats`` returns calls per
 prompt kind, unknown prompts, requests with ``stream`` and the largest number of calls in flight.
@@ -47,7 +48,7 @@ STOPWORDS = frozenset(
 )
 _WORD = re.compile(r"[\w'’-]+")
 _QUOTED = re.compile(r'"([^"]+)"')
-ROUNDS_OF_FINDINGS = 3  # the verifier is satisfied once this many atomic queries have findings
+ROUNDS_OF_FINDINGS = 3  # the verifier is satisfied once this many queries were searched
 _NUMBERED = re.compile(r"^\[(\d+)\]\s*([^:\n]*):\s*(.*)$", re.MULTILINE)
 
 
@@ -81,13 +82,63 @@ def _passages(text: str) -> list[tuple[int, str, str]]:
 
 
 def _findings(text: str) -> list[tuple[str, str]]:
-    """(query, summary) of each ``- query -> summary`` line of a verify/supplement prompt."""
+    """(query, answer) of each ``- query -> answer`` line of a verify prompt."""
     found = []
     for line in text.splitlines():
         if line.startswith("- ") and " -> " in line:
-            query, summary = line[2:].split(" -> ", 1)
-            found.append((query.strip(), summary.strip()))
+            query, answer = line[2:].split(" -> ", 1)
+            found.append((query.strip(), answer.strip()))
     return found
+
+
+_QUERY_LINE = re.compile(r"^Query (\d+): (.*)$", re.MULTILINE)
+_PASSAGE_NUMBER = re.compile(r"^\[(\d+)\]", re.MULTILINE)
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,3}")
+
+
+def _query_blocks(text: str) -> list[tuple[int, str, list[int]]]:
+    """(number, query, passage numbers) of each ``Query n:`` block of a findings prompt."""
+    starts = list(_QUERY_LINE.finditer(text))
+    blocks = []
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        numbers = [int(n) for n in _PASSAGE_NUMBER.findall(text[match.end() : end])]
+        blocks.append((int(match.group(1)), match.group(2).strip(), numbers))
+    return blocks
+
+
+def _span(passage: str, query: str) -> str:
+    """The first capitalised run of the passage that is not one of the query's words: a span
+    the planner's support check accepts (it occurs in the passage and says more than the
+    query)."""
+    asked = {w.casefold() for w in _WORD.findall(query)}
+    for run in _CAPITALISED.findall(passage):
+        words = [w for w in _WORD.findall(run) if w.casefold() not in STOPWORDS]
+        if words and not {w.casefold() for w in words} <= asked:
+            return run
+    return ""
+
+
+def _finding_replies(user: str) -> dict[str, Any]:
+    texts = {n: body for n, _title, body in _passages(user)}
+    findings = []
+    for number, query, passages in _query_blocks(user):
+        first = next((n for n in passages if n in texts), None)
+        span = "" if first is None or query.endswith("?") else _span(texts[first], query)
+        findings.append(
+            {"query": number, "answer": span, "passages": [first] if span and first else []}
+        )
+    return {"findings": findings}
+
+
+def _next_step(user: str) -> dict[str, Any]:
+    findings = _findings(user)
+    open_queries = [q for q, answer in findings if answer == "NOT FOUND"]
+    found = [answer for _q, answer in findings if answer != "NOT FOUND"]
+    if not open_queries or len(findings) >= ROUNDS_OF_FINDINGS:
+        return {"sufficient": True, "queries": []}
+    follow_up = open_queries[0].rstrip("?").strip()
+    return {"sufficient": False, "queries": [f"{follow_up} {found[0]}" if found else follow_up]}
 
 
 def _sentence(text: str, limit: int = 200) -> str:
@@ -105,19 +156,10 @@ def reply_for(kind: str, user: str) -> dict[str, Any] | str:
         names = _QUOTED.findall(question)
         queries = [f"{name}" for name in names[:1]] + [question]
         return {"queries": [q for q in queries if q]}
-    if kind == "supplement":
-        findings = _findings(user)
-        if len(findings) >= ROUNDS_OF_FINDINGS or not findings:
-            return {"queries": []}
-        subject = findings[0][1].split(":", 1)[0].strip() or findings[0][0]
-        return {"queries": [f"history of {subject}"]}
-    if kind == "summarize":
-        if not passages:
-            return {"answer": "The passages do not contain the answer.", "passages": []}
-        return {"answer": f"{top_title}: {_sentence(top_text)}", "passages": [passages[0][0]]}
+    if kind == "findings":
+        return _finding_replies(user)
     if kind == "verify":
-        enough = len(_findings(user)) >= ROUNDS_OF_FINDINGS
-        return {"sufficient": enough, "missing": "" if enough else "more about the subject"}
+        return _next_step(user)
     if kind == "answer":
         return {
             "short_answer": top_title or "unknown",

@@ -16,6 +16,7 @@ grounding check the model cannot talk its way past, and a candidate answer for t
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -47,12 +48,16 @@ _CAPITALIZED_RUN = re.compile(r"\b(?:[A-Z][\w'’.-]*\s+){0,4}[A-Z][\w'’.-]*")
 MAX_KEY_TERMS = 12
 
 
+@functools.lru_cache(maxsize=8192)
 def fold(text: str) -> str:
-    """Lowercase and strip accents, so "Beyoncé" in a query matches "Beyonce" in a passage."""
+    """Lowercase and strip accents, so "Beyoncé" in a query matches "Beyonce" in a passage.
+    Cached: a run folds the same passages again and again (support, relevance, the citation
+    check), and NFKD of a passage costs more than hashing it."""
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """A crude plural/possessive strip: enough for coverage, not a linguistic claim."""
     for suffix in ("'s", "’s", "ies", "es", "s"):
