@@ -272,6 +272,7 @@ def _mount_subcommands() -> None:
     """Command groups that live in their own modules (imported here, at the end, because they
     reuse ``settings_or_exit`` from this one)."""
     from agent.cli_ask import ask_command, demo_command
+    from agent.cli_mcp import add_mcp_command
     from agent.cli_search import search_command
     from agent.cli_serve import add_serve_command
     from agent.cli_tree import tree_app
@@ -280,6 +281,7 @@ def _mount_subcommands() -> None:
     app.command("ask")(ask_command)
     app.command("demo")(demo_command)
     add_serve_command(app, _open_served_agent)
+    add_mcp_command(app)
     app.add_typer(tree_app, name="tree")
 
 

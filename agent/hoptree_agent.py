@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -35,6 +35,9 @@ from agent.settings import BudgetSettings, PlannerSettings, Settings
 from agent.usage import UsageTracker
 from searchers.registry import SearcherContext
 from searchers.searcher import Searcher
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
 
 _DONE = object()
 
@@ -171,9 +174,13 @@ class HoptreeAgent:
                     yield self._result(text, item[1], run, time.monotonic() - started)
         finally:
             if not task.done():
+                # One cancel, then wait without awaiting the task itself: under anyio's
+                # level-triggered cancellation (the MCP SDK, Starlette) the caller is cancelled
+                # again at every await, and ``await task`` passed each of those on to the
+                # task, cutting LangGraph's own clean-up short and leaving searches running.
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({task})
 
     def _result(
         self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
@@ -261,9 +268,13 @@ async def open_agent(
     searchers: list[str] | None = None,
     threads: bool = False,
     progress: Any = None,
+    runtime: Runtime | None = None,
 ) -> AsyncIterator[HoptreeAgent]:
     """The composition root for the planner: models, searchers over ``index_dir``, and (with
-    ``threads``) the SQLite checkpointer; everything is closed on exit."""
+    ``threads``) the SQLite checkpointer; everything is closed on exit. A caller that builds
+    more over the same models (``hoptree mcp``: stand-alone searchers, raw retrievers) passes
+    its own ``agent.runtime.Runtime`` and closes it itself: one chat model, one embedded
+    server."""
     from agent.runtime import Runtime
     from agent.searching import searcher_context
     from searchers.registry import default_registry
@@ -272,7 +283,9 @@ async def open_agent(
     names = searchers or list(settings.planner.searchers)
     specs = [registry.get(name) for name in names]  # unknown names fail before any model starts
     needs = sorted({r for spec in specs for r in spec.requires})
-    runtime = Runtime(settings, progress=progress)
+    owned = runtime is None
+    if runtime is None:
+        runtime = Runtime(settings, progress=progress)
     try:
         context = planner_search_context(settings, searcher_context(runtime, index_dir, needs))
         built = {name: registry.create(name, context) for name in names}
@@ -296,4 +309,5 @@ async def open_agent(
                 checkpointer=checkpointer,
             )
     finally:
-        runtime.close()
+        if owned:
+            runtime.close()
