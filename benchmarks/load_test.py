@@ -774,8 +774,8 @@ def report(phases: list[Phase], info: dict[str, Any], sizes: Sizes) -> str:
         "answer, 429 waits included. Chat calls = calls the stub received during the phase "
         "(phase 4: before the kill)." + refinement,
         "",
-        "`benchmarks/load_test.py --write` regenerates this file (the README of `benchmarks/` "
-        "lists its flags).",
+        "`benchmarks/load_test.py --write` regenerates this file (`--help` lists its flags; "
+        "the README's HTTP section says what the figures mean).",
         "",
     ]
     start = info.get("rss_start_kib", -1)
