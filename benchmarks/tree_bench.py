@@ -113,7 +113,7 @@ async def build_one(
         "title": doc.title,
         "document_tokens": runtime_count(doc.text),
         "clustering": clustering,
-        "tree_dir": str(target),
+        "tree_dir": target.name,  # under --work; no machine's absolute path in the results
         "layers": report["layers"],
         "summary_nodes": report["summary_nodes"],
         "mean_children": report["mean_children"],
@@ -181,7 +181,7 @@ async def answer_choice(runtime: Runtime, question: dict[str, Any], evidence: li
 
 
 async def run_quality_qa(
-    runtime: Runtime, runs: list[dict[str, Any]], budget: int
+    runtime: Runtime, runs: list[dict[str, Any]], budget: int, work: Path
 ) -> dict[str, Any]:
     questions = quality_questions()
     conditions: dict[str, dict[str, Any]] = {}
@@ -189,7 +189,7 @@ async def run_quality_qa(
         if run["document"] != ALIASES["quality"]:
             continue
         retriever = TreeRetriever(
-            load_tree(Path(run["tree_dir"])), runtime.embeddings, token_budget=budget
+            load_tree(work / Path(run["tree_dir"]).name), runtime.embeddings, token_budget=budget
         )
         variants = [(f"collapsed tree ({run['clustering']})", None)]
         if "leaves only" not in conditions:
@@ -229,11 +229,11 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def refresh_reports(data: dict[str, Any]) -> None:
+def refresh_reports(data: dict[str, Any], work: Path) -> None:
     """Recompute the shape fields of every run from its stored tree (no model, no calls), so
     a report field added later reaches runs benchmarked earlier."""
     for run in data["runs"].values():
-        target = Path(run["tree_dir"])
+        target = work / Path(run["tree_dir"]).name
         if not tree_exists(target):
             continue
         report = tree_report(load_tree(target))
@@ -351,7 +351,7 @@ async def run(args: argparse.Namespace) -> None:
                 write_markdown(data)
         if not args.no_qa and ALIASES["quality"] in wanted:
             runs = [r for r in data["runs"].values() if r["document"] == ALIASES["quality"]]
-            data["quality_qa"] = await run_quality_qa(runtime, runs, args.budget)
+            data["quality_qa"] = await run_quality_qa(runtime, runs, args.budget, args.work)
             out_json.write_text(json.dumps(data, indent=2) + "\n")
             write_markdown(data)
         usage = runtime.usage.by_step()
@@ -378,7 +378,7 @@ def main() -> None:
     if args.report_only:
         out_json = RESULTS / "tree.json"
         data = json.loads(out_json.read_text())
-        refresh_reports(data)
+        refresh_reports(data, args.work)
         out_json.write_text(json.dumps(data, indent=2) + "\n")
         write_markdown(data)
         return

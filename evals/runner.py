@@ -89,6 +89,21 @@ SETUP_ERRORS: tuple[type[Exception], ...] = (CorpusSetupError, PipelineError, Se
 IDENTITY_KEYS = ("dataset_sha256", "setting", "pipeline", "k", "passage_chars", "model")
 
 
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def dataset_label(dataset: Path) -> str:
+    """How results name their dataset: relative to the repository when it lies in it or
+    beside it (``../shared/data/...``), else its file name; never an absolute path, which
+    would say whose machine made the results and mean nothing on another one. The file's
+    sha256, recorded beside it, is what identifies the data."""
+    path = dataset.resolve()
+    for base, prefix in ((REPOSITORY, ""), (REPOSITORY.parent, "../")):
+        if path.is_relative_to(base):
+            return prefix + path.relative_to(base).as_posix()
+    return path.name
+
+
 class EvalRunError(ValueError):
     """A run that cannot start as asked (bad options, a directory holding another run)."""
 
@@ -367,7 +382,7 @@ async def run_eval(
     sha256 = file_sha256(dataset)
     identity = {
         "dataset_sha256": sha256,
-        "dataset": str(dataset.resolve()),
+        "dataset": dataset_label(dataset),
         "format": fmt,
         "setting": config.setting,
         "pipeline": spec.name,

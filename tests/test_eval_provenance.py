@@ -33,3 +33,17 @@ def test_the_commit_and_whether_tracked_files_changed(tmp_path: Path) -> None:
 def test_outside_a_checkout_the_package_version(tmp_path: Path) -> None:
     code_version.cache_clear()
     assert code_version(tmp_path).startswith("hoptree ")
+
+
+def test_results_name_their_dataset_without_an_absolute_path(tmp_path: Path) -> None:
+    from evals.runner import REPOSITORY, dataset_label
+
+    inside = REPOSITORY / "tests" / "data_eval" / "x.jsonl"
+    beside = REPOSITORY.parent / "shared" / "data" / "hotpotqa" / "a.jsonl"
+    assert dataset_label(inside) == "tests/data_eval/x.jsonl"
+    assert dataset_label(beside) == "../shared/data/hotpotqa/a.jsonl"
+    elsewhere = tmp_path / "mine" / "questions.jsonl"
+    label = dataset_label(elsewhere)
+    if not elsewhere.resolve().is_relative_to(REPOSITORY.parent):
+        assert label == "questions.jsonl"
+    assert not label.startswith("/")
