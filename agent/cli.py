@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent.cli_plugins import mount_command_plugins
@@ -26,8 +27,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
+err = Console(stderr=True, emoji=False)
 
 
 class _State:
@@ -188,7 +189,7 @@ def index_info(
 
 
 def _print_hits(query: str, hits: list[Any], kind: str) -> None:
-    table = Table(title=f"{kind}: {query}", show_lines=False)
+    table = Table(title=f"{kind}: {escape(query)}", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("title")
@@ -196,7 +197,9 @@ def _print_hits(query: str, hits: list[Any], kind: str) -> None:
     table.add_column("text")
     for rank, hit in enumerate(hits, start=1):
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
-        table.add_row(str(rank), f"{hit.score:.4f}", hit.title, hit.id, text)
+        table.add_row(
+            str(rank), f"{hit.score:.4f}", escape(hit.title), escape(hit.id), escape(text)
+        )
     out.print(table)
 
 

@@ -20,8 +20,8 @@ from rich.tree import Tree
 from agent.results import AskResult
 from agent.trace_lines import progress_line
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
+err = Console(stderr=True, emoji=False)
 
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo" / "hotpotqa_demo.jsonl"
 DEMO_QUESTION = (
@@ -194,12 +194,12 @@ def demo_command(
         "[dim]checking every part: the chat model (the first run joins the 1.1 GB local model "
         "and starts llama.cpp), the embeddings, the index...[/dim]"
     )
+    target = index or settings.data_dir / "demo-index"
     with byte_progress("joining the local model") as progress:
-        report = run_doctor(settings, progress)
+        report = run_doctor(settings, progress, index_dir=target)
     _print_doctor(report)
     if not report["llm"]["ok"] or not report["embeddings"]["ok"]:
         raise typer.Exit(1)
-    target = index or settings.data_dir / "demo-index"
     started = time.monotonic()
     err.print(f"[dim]indexing the bundled sample into {target}...[/dim]")
     with build_progress() as bar:

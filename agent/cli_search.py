@@ -10,13 +10,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
 from searchers.searcher import Attempt, SearchResult
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
+err = Console(stderr=True, emoji=False)
 
 
 def _label(attempt: Attempt) -> str:
@@ -56,7 +57,7 @@ def render_trace(result: SearchResult) -> Tree:
 def print_result(result: SearchResult) -> None:
     out.print(render_trace(result))
     if result.error:
-        out.print(f"[yellow]note:[/yellow] {result.error}")
+        out.print(f"[yellow]note:[/yellow] {escape(result.error)}")
     table = Table(title="hits")
     table.add_column("#", justify="right")
     table.add_column("id")
@@ -65,7 +66,9 @@ def print_result(result: SearchResult) -> None:
     table.add_column("text")
     for rank, hit in enumerate(result.hits, start=1):
         text = hit.text if len(hit.text) < 120 else hit.text[:117] + "..."
-        table.add_row(str(rank), hit.id, hit.title, f"{hit.score:.3f}", text)
+        table.add_row(
+            str(rank), escape(hit.id), escape(hit.title), f"{hit.score:.3f}", escape(text)
+        )
     out.print(table)
 
 

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 OpenAgent = Callable[[Path], AbstractAsyncContextManager[AgentLike]]
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
+err = Console(stderr=True, emoji=False)
 
 
 def _default_settings() -> Settings:

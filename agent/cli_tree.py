@@ -36,8 +36,8 @@ from tree.store import (
 TREE_SUBDIR = "tree"
 
 tree_app = typer.Typer(help="Build and inspect the RAPTOR tree of an index.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
+err = Console(stderr=True, emoji=False)
 
 
 def _settings() -> Any:

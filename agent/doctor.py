@@ -118,11 +118,15 @@ def check_cache(settings: Settings) -> dict[str, Any]:
     return report
 
 
-def run_doctor(settings: Settings, progress: ProgressFn | None = None) -> dict[str, Any]:
+def run_doctor(
+    settings: Settings, progress: ProgressFn | None = None, index_dir: Path | None = None
+) -> dict[str, Any]:
+    """Every part's health. ``index_dir``: the index the caller is about to use (the demo's
+    own), not the configured default, so the table describes what runs next."""
     report = {
         "llm": check_llm(settings, progress),
         "embeddings": check_embeddings(settings),
-        "index": check_index(settings.default_index_dir),
+        "index": check_index(index_dir or settings.default_index_dir),
         "cache": check_cache(settings),
         "data_dir": str(settings.data_dir),
     }

@@ -77,6 +77,15 @@ def test_retrieve_human_output_is_a_table(cli, built: Path) -> None:
     assert "Eiffel Tower" in result.stdout and "score" in result.stdout
 
 
+def test_retrieve_prints_queries_and_passages_as_written(cli, built: Path) -> None:
+    """":b:" is not an emoji and "[bold]" not markup when a user or a passage writes them."""
+    result = cli(
+        "retrieve", "--index", str(built), "--retriever", "sparse", "Eiffel a:b:c [bold]x[/bold]"
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "a:b:c" in result.stdout and "[bold]x[/bold]" in result.stdout
+
+
 def test_batch_mode_one_line_per_query_in_order(cli, built: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"
     queries.write_text(
