@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,49 @@ async def test_stdio_the_readme_command_answers_searches_and_retrieves(
     assert structured(cited)["text"].startswith("Paris is the capital")
     assert "k" in error_text(malformed)
     assert structured(still)["hits"][0]["id"] == "danube"
+
+
+async def test_stdio_a_cancelled_ask_gives_its_run_slot_back(
+    index_dir: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """One run at a time (``MAX_CONCURRENCY=1``); the first ``ask`` hangs in its first LLM
+    call until the client cancels it. The second ``ask`` can only run if the server ended the
+    first one's tool call and gave its slot back."""
+    entered, release = threading.Event(), threading.Event()
+    chat = two_hop_chat()
+    decompose = chat.routes["decompose"]
+
+    def hanging_once(messages: list[BaseMessage]) -> str:
+        if not entered.is_set():
+            entered.set()
+            release.wait(120)  # bounded: the stub's thread is freed at the end either way
+        return decompose(messages) if callable(decompose) else decompose
+
+    chat.routes["decompose"] = hanging_once
+    with routed_endpoint(chat) as url:
+        command, *args = hoptree_command()
+        env = {**child_env(url, tmp_path / "data"), "HOPTREE_SERVER__MAX_CONCURRENCY": "1"}
+        params = StdioServerParameters(
+            command=command, args=[*args, "mcp", "--index", str(index_dir)], env=env
+        )
+        try:
+            async with Client(params, read_timeout_seconds=STARTUP_S) as client:
+                async with anyio.create_task_group() as group:
+
+                    async def first() -> None:
+                        await client.call_tool("ask", {"question": QUESTION})
+                        raise AssertionError("the cancelled call returned")
+
+                    group.start_soon(first)
+                    with anyio.fail_after(STARTUP_S):
+                        while not entered.is_set():  # the run is inside its first LLM call
+                            await anyio.sleep(0.05)
+                    group.cancel_scope.cancel()
+                second = await client.call_tool("ask", {"question": QUESTION})
+        finally:
+            release.set()
+    check_ask(second)
 
 
 def test_http_the_readme_url_serves_the_tools_until_ctrl_c(
