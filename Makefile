@@ -26,6 +26,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports  # the floors: pyproject.toml [tool.importlinter]
 
 format: install
 	$(VENV)/bin/ruff check --fix .

@@ -44,7 +44,7 @@ def searcher_context(
         model = canonical_model_name(runtime.settings.embeddings.model)
         retrievers["dense"] = index.dense(runtime.embeddings, model)
     if "tree" in needs and (index_dir / "tree").exists():
-        from searchers.tree_retrieval import TreeRetriever
+        from tree.retrieval import TreeRetriever
 
         retrievers["tree"] = TreeRetriever.open(index_dir / "tree", runtime.embeddings)
     return SearcherContext(

@@ -38,10 +38,10 @@ import prompts  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.settings import load_settings  # noqa: E402
 from agent.usage import STEP_KEY  # noqa: E402
-from searchers.tree_retrieval import TreeRetriever  # noqa: E402
 from tree.build import BuildEvent, TreeBuilder, TreeConfig  # noqa: E402
 from tree.documents import SourceDocument, read_documents  # noqa: E402
 from tree.journal import BuildJournal  # noqa: E402
+from tree.retrieval import TreeRetriever  # noqa: E402
 from tree.store import JOURNAL_FILE, load_tree, save_tree, tree_exists, tree_report  # noqa: E402
 
 LONGDOC = ROOT.parent / "shared" / "data" / "longdoc"

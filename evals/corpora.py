@@ -98,7 +98,7 @@ def open_corpus(
             )
         if embeddings is None:
             raise CorpusSetupError("the tree searcher needs the embedding model")
-        from searchers.tree_retrieval import TreeRetriever
+        from tree.retrieval import TreeRetriever
 
         retrievers["tree"] = TreeRetriever.open(tree_dir, embeddings)
     return Corpus(name=f"open:{index_dir}", retrievers=retrievers)

@@ -30,6 +30,7 @@ from typing_extensions import TypedDict
 
 import prompts
 from searchers.passages import Hit, numbered_passages
+from searchers.repetition import drop_repetition
 from searchers.searcher import (
     Attempt,
     BudgetExceeded,
@@ -42,7 +43,6 @@ from searchers.searcher import (
 )
 from searchers.structured_calls import ask
 from searchers.verification import VerificationRule, judge_attempt
-from tree.repetition import drop_repetition
 
 MAX_PSEUDO_DOC_CHARS = 1500
 

@@ -148,12 +148,6 @@ def _web(context: SearcherContext) -> Searcher:
     return web_searcher_from_options(context.options_for("web"), budget=context.budget)
 
 
-def _tree(context: SearcherContext) -> Searcher:
-    from searchers.tree_searcher import TreeSearcher
-
-    return TreeSearcher(context.retrievers["tree"])
-
-
 BUILTIN_SEARCHERS = [
     SearcherSpec(
         "sparse",
@@ -172,13 +166,10 @@ BUILTIN_SEARCHERS = [
         "sends the query as is to web search APIs and returns their snippets with URLs",
         _web,
     ),
-    SearcherSpec(
-        "tree",
-        "retrieves RAPTOR tree nodes of every layer (summaries and leaves) by similarity",
-        _tree,
-        requires=("tree",),
-    ),
 ]
+# The RAPTOR tree searcher is not here: it lives in ``tree`` (a floor above this package) and
+# registers through the ``hoptree.searchers`` entry point (pyproject.toml), as a third-party
+# plugin does, so the plugin path is exercised by a searcher every install has.
 
 
 def default_registry(*, plugins: bool = True) -> SearcherRegistry:

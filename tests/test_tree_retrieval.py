@@ -12,11 +12,11 @@ from langchain_core.embeddings import Embeddings
 
 from searchers.passages import Hit
 from searchers.retrieval import RetrievalError, Retriever
-from searchers.tree_retrieval import TreeRetriever, pack_by_budget
 from tests.scripted_chat import ScriptedChatModel
 from tests.test_tree_store import AXES, hand_tree
 from tree.build import TreeBuilder, TreeConfig
 from tree.documents import SourceDocument
+from tree.retrieval import TreeRetriever, pack_by_budget
 from tree.store import save_tree
 
 

@@ -19,12 +19,12 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from agent.usage import UsageTracker
+from searchers.repetition import drop_repetition
 from searchers.searcher import BudgetMeter, SearchBudget
 from searchers.structured_calls import Reply, ask, capped, truncated_text
 from searchers.truncated_json import salvage
 from tests.loopback_http import serving
 from tests.scripted_chat import ScriptedChatModel
-from tree.repetition import drop_repetition
 from tree.summarize import Summarizer, clean_summary
 
 
@@ -120,7 +120,7 @@ def test_a_phrase_loop_inside_one_sentence_is_cut_where_it_starts_again() -> Non
 
 
 def test_the_loop_scan_stops_at_its_bound() -> None:
-    from tree.repetition import LOOP_SCAN_WORDS
+    from searchers.repetition import LOOP_SCAN_WORDS
 
     filler = " ".join(f"w{i}" for i in range(LOOP_SCAN_WORDS))
     loop = "the same phrase again, " * 4

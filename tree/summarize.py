@@ -27,8 +27,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 import prompts
+from searchers.repetition import drop_repetition
 from searchers.structured_calls import capped
-from tree.repetition import drop_repetition
 from tree.tokens import TokenCounter, approx_token_count, truncate_to_tokens
 
 log = logging.getLogger(__name__)

@@ -1,16 +1,20 @@
 """The RAPTOR collapsed-tree searcher: nodes of every layer (leaves and summaries) ranked
 together, taken until the token budget is full. No LLM loop: RAPTOR's gain comes from the
 summaries already in the index, so one retrieval is the search; coverage alone says whether it
-looks sufficient (the planner decides what to do with that)."""
+looks sufficient (the planner decides what to do with that).
+
+Registered through the ``hoptree.searchers`` entry point (``SPEC``), the way a plugin package
+registers its searchers: ``searchers`` sits below ``tree`` and does not import it."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from searchers.searcher import Attempt, SearchResult, Verdict
-from searchers.tree_retrieval import TreeRetriever
+from searchers.registry import SearcherContext, SearcherSpec
+from searchers.searcher import Attempt, Searcher, SearchResult, Verdict
 from searchers.verification import VerificationRule, coverage
+from tree.retrieval import TreeRetriever
 
 
 class TreeSearcher:
@@ -49,3 +53,10 @@ class TreeSearcher:
             llm_calls=0,
             ms=attempt.ms,
         )
+
+
+def _create(context: SearcherContext) -> Searcher:
+    return TreeSearcher(context.retrievers["tree"])
+
+
+SPEC = SearcherSpec(TreeSearcher.name, TreeSearcher.description, _create, requires=("tree",))
