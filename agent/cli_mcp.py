@@ -20,13 +20,14 @@ import asyncio
 import hmac
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -136,6 +137,20 @@ async def _serve_http(
         await make_server(app, server, on_ready=announce, log_level="warning").serve()  # type: ignore[arg-type]
 
 
+def _run_or_exit(serving: Coroutine[Any, Any, None]) -> None:
+    """Serve until Ctrl-C (uvicorn and the stdio loop have shut down cleanly by then); an
+    index, searcher or model that cannot be opened is one clear line and exit status 2."""
+    from agent.embeddings import EmbeddingModelError
+    from searchers.retrieval import RetrievalError
+
+    try:
+        with suppress(KeyboardInterrupt):
+            asyncio.run(serving)
+    except (RetrievalError, EmbeddingModelError, LookupError, ValueError) as exc:
+        err.print(Text.assemble(("error: ", "red"), str(exc)), soft_wrap=True, highlight=False)
+        raise typer.Exit(2) from exc
+
+
 def add_mcp_command(
     app: typer.Typer,
     open_backend: OpenBackend | None = None,
@@ -174,8 +189,7 @@ def add_mcp_command(
             if host is not None or port is not None:
                 err.print("[red]--host and --port need --http[/red] (stdio has no address)")
                 raise typer.Exit(2)
-            with suppress(KeyboardInterrupt):
-                asyncio.run(_serve_stdio(opener, settings, target))
+            _run_or_exit(_serve_stdio(opener, settings, target))
             return
         server = settings.server.model_copy(
             update={
@@ -188,5 +202,4 @@ def add_mcp_command(
         except ServeRefused as exc:
             err.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
-        with suppress(KeyboardInterrupt):  # uvicorn has shut down cleanly by then
-            asyncio.run(_serve_http(opener, settings, target, server))
+        _run_or_exit(_serve_http(opener, settings, target, server))

@@ -154,7 +154,14 @@ def build_mcp_server(backend: McpBackend) -> MCPServer:
 
         if slots.value == 0:
             await report("waiting for a free run slot (other questions are running)")
-        async with slots:
+        try:
+            with anyio.fail_after(backend.deadline_s):
+                await slots.acquire()
+        except TimeoutError as exc:
+            raise ToolError(
+                f"no run slot came free within {backend.deadline_s:g} s; try again later"
+            ) from exc
+        try:
             items = run_items(backend.agent, question, thread_id or None, backend.deadline_s)
             async with aclosing(items) as stream:  # closing it cancels the run
                 async for item in stream:
@@ -166,6 +173,8 @@ def build_mcp_server(backend: McpBackend) -> MCPServer:
                     line = progress_line(item) if isinstance(item, TraceEvent) else None
                     if line:
                         await report(line)
+        finally:
+            slots.release()
         if result is None:
             raise ToolError("the run ended without a result")
         output = ask_output(result)

@@ -43,6 +43,7 @@ from agent.usage import UsageTracker
 from searchers.searcher import Searcher
 
 GRAPH_NAME = "hoptree"
+OPEN_MARGIN_S = 120.0  # loading the embedding model and opening the index, past model startup
 
 
 @dataclass
@@ -184,8 +185,10 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
         state: StudioState, config: RunnableConfig, runtime: Runtime[StudioContext]
     ) -> dict[str, Any]:
         chosen = studio_options(config, runtime.context)
-        opened = await asyncio.to_thread(OPEN_PLANNERS.get, chosen)
         settings = chosen.settings
+        # opening may start the embedded model (bounded by its own startup timeout)
+        async with asyncio.timeout(settings.llm.startup_timeout_s + OPEN_MARGIN_S):
+            opened = await asyncio.to_thread(OPEN_PLANNERS.get, chosen)
         question = clean_question(
             state.get("question", ""), max_chars=settings.server.max_question_chars
         )
@@ -199,11 +202,13 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
             deadline_s=settings.budgets.deadline_s,
         )
         started = time.monotonic()
-        final = await planner.ainvoke(
-            fresh_question(question, None),
-            {"recursion_limit": recursion_limit(settings.budgets.max_rounds)},
-            context=run,
-        )
+        # the nodes stop themselves at the deadline; this is the backstop, as in HoptreeAgent
+        async with asyncio.timeout(settings.budgets.deadline_s + settings.llm.timeout_s + 30):
+            final = await planner.ainvoke(
+                fresh_question(question, None),
+                {"recursion_limit": recursion_limit(settings.budgets.max_rounds)},
+                context=run,
+            )
         reasons = degradation(list(final.get("errors") or []), final.get("stopped", ""))
         answer = final.get("answer", "")
         return {
