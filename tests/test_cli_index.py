@@ -78,10 +78,9 @@ def test_retrieve_human_output_is_a_table(cli, built: Path) -> None:
 
 
 def test_retrieve_prints_queries_and_passages_as_written(cli, built: Path) -> None:
-    """":b:" is not an emoji and "[bold]" not markup when a user or a passage writes them."""
-    result = cli(
-        "retrieve", "--index", str(built), "--retriever", "sparse", "Eiffel a:b:c [bold]x[/bold]"
-    )  # fmt: skip
+    """A query like "a:b:c" is not emoji codes and "[bold]" not markup, from users or passages."""
+    query = "Eiffel a:b:c [bold]x[/bold]"
+    result = cli("retrieve", "--index", str(built), "--retriever", "sparse", query)
     assert result.exit_code == 0, result.output
     assert "a:b:c" in result.stdout and "[bold]x[/bold]" in result.stdout
 
