@@ -26,6 +26,7 @@ from searchers.retrieval import Retriever
 from searchers.searcher import Searcher
 
 if TYPE_CHECKING:
+    from agent.runtime import Runtime
     from agent.settings import Settings
 
 RETRIEVER_ORDER = ("sparse", "dense", "hybrid")  # passage lookups try the cheapest first
@@ -87,7 +88,9 @@ class McpBackend:
         raise LookupError("no retriever of this index could be opened: " + "; ".join(problems))
 
 
-def _make_searcher(runtime: Any, index_dir: Path, registry: SearcherRegistry) -> Callable:
+def _make_searcher(
+    runtime: Runtime, index_dir: Path, registry: SearcherRegistry
+) -> Callable[[str], Searcher]:
     from agent.searching import create_searcher
 
     def make(name: str) -> Searcher:
@@ -96,7 +99,9 @@ def _make_searcher(runtime: Any, index_dir: Path, registry: SearcherRegistry) ->
     return make
 
 
-def _make_retriever(settings: Settings, runtime: Any, index_dir: Path) -> Callable:
+def _make_retriever(
+    settings: Settings, runtime: Runtime, index_dir: Path
+) -> Callable[[str], Retriever]:
     from agent.indexing import open_retriever
 
     def make(kind: str) -> Retriever:
