@@ -20,15 +20,8 @@ from agent.embeddings import BUNDLED_MODELS
 from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
 from agent.settings import Settings
 from searchers.corpus import expand_sources
-from searchers.index_dir import (
-    RETRIEVER_KINDS,
-    BuildProgress,
-    BuildReport,
-    DenseOptions,
-    IndexDir,
-    SourceSpec,
-    build_index,
-)
+from searchers.index_build import BuildProgress, BuildReport, DenseOptions, SourceSpec, build_index
+from searchers.index_dir import RETRIEVER_KINDS, IndexDir
 from searchers.passages import Hit
 from searchers.retrieval import Retriever
 

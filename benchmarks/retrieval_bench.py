@@ -335,7 +335,8 @@ def gold_titles(row: dict[str, Any]) -> set[str]:
 
 def run_recall(label: str, rel: str, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
     from agent.embeddings import SentenceTransformerEmbeddings
-    from searchers.index_dir import IndexDir, SourceSpec, build_index
+    from searchers.index_build import SourceSpec, build_index
+    from searchers.index_dir import IndexDir
 
     source = SHARED / rel
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line]

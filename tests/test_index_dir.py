@@ -10,20 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from searchers import index_dir as index_dir_module
+from searchers import index_build as index_build_module
 from searchers.dense_faiss import FaissDenseIndex
+from searchers.index_build import DenseOptions, SourceSpec, _BuildLock, build_index
 from searchers.index_dir import (
     FORMAT_VERSION,
     MANIFEST,
-    DenseOptions,
     EmbeddingModelMismatchError,
     IndexDir,
     IndexDirError,
     IndexLockedError,
     PassageStore,
-    SourceSpec,
-    _BuildLock,
-    build_index,
 )
 from searchers.passages import Passage
 
@@ -181,7 +178,7 @@ def test_crash_mid_build_keeps_the_previous_index(
             tmp.write_text(json.dumps(data)[:100])
             raise InjectedCrash("killed before os.replace")
 
-        monkeypatch.setattr(index_dir_module, "_write_json_atomic", torn_write)
+        monkeypatch.setattr(index_build_module, "write_json_atomic", torn_write)
     with pytest.raises(InjectedCrash):
         build_index(
             index_path,
