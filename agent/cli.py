@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agent.cli_context import err, out, print_doctor, set_config, settings_or_exit
 from agent.cli_plugins import mount_command_plugins
-from agent.settings import Settings, SettingsError, load_settings
+from agent.settings import Settings
 
 app = typer.Typer(
     name="hoptree",
@@ -27,12 +27,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
-err = Console(stderr=True, emoji=False)
-
-
-class _State:
-    config: Path | None = None
 
 
 @app.callback()
@@ -41,30 +35,7 @@ def _root(
         Path | None, typer.Option("--config", help="TOML settings file (default: ./hoptree.toml)")
     ] = None,
 ) -> None:
-    _State.config = config
-
-
-def settings_or_exit() -> Settings:
-    try:
-        return load_settings(_State.config)
-    except SettingsError as exc:
-        err.print(f"[red]settings error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-
-
-def _print_doctor(report: dict[str, Any]) -> None:
-    table = Table(title="hoptree doctor", show_lines=False)
-    table.add_column("part")
-    table.add_column("ok")
-    table.add_column("details")
-    for part in ("llm", "embeddings", "index", "cache"):
-        info = report[part]
-        mark = "[green]yes[/green]" if info["ok"] else "[red]NO[/red]"
-        details = ", ".join(
-            f"{k}={v}" for k, v in info.items() if k != "ok" and not isinstance(v, dict)
-        )
-        table.add_row(part, mark, details)
-    out.print(table)
+    set_config(config)
 
 
 @app.command()
@@ -81,7 +52,7 @@ def doctor(
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
     else:
-        _print_doctor(report)
+        print_doctor(report)
     raise typer.Exit(0 if report["ok"] else 1)
 
 
@@ -272,8 +243,8 @@ async def _open_served_agent(index: Path) -> AsyncIterator[Any]:
 
 
 def _mount_subcommands() -> None:
-    """Command groups that live in their own modules (imported here, at the end, because they
-    reuse ``settings_or_exit`` from this one)."""
+    """Command groups that live in their own modules; they share ``agent.cli_context`` with
+    this one and never import it back."""
     from agent.cli_ask import ask_command, demo_command
     from agent.cli_mcp import add_mcp_command
     from agent.cli_search import search_command

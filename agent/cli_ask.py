@@ -153,7 +153,7 @@ def ask_command(
     trace: Annotated[bool, typer.Option("--trace", help="with --json: include the trace")] = False,
 ) -> None:
     """Answer a question with the whole planner; print the answer, plan tree and citations."""
-    from agent.cli import settings_or_exit
+    from agent.cli_context import settings_or_exit
     from agent.question import QuestionError, clean_question
     from agent.service import AgentError
     from searchers.registry import SearcherRegistryError
@@ -183,7 +183,7 @@ def demo_command(
 ) -> None:
     """The main job on embedded defaults: check the parts, index the bundled HotpotQA sample
     (300 paragraphs, CC BY-SA 4.0), and answer a multi-hop question with the plan tree."""
-    from agent.cli import _print_doctor, settings_or_exit
+    from agent.cli_context import print_doctor, settings_or_exit
     from agent.doctor import run_doctor
     from agent.indexing import build, build_progress
     from agent.progress import byte_progress
@@ -197,7 +197,7 @@ def demo_command(
     target = index or settings.data_dir / "demo-index"
     with byte_progress("joining the local model") as progress:
         report = run_doctor(settings, progress, index_dir=target)
-    _print_doctor(report)
+    print_doctor(report)
     if not report["llm"]["ok"] or not report["embeddings"]["ok"]:
         raise typer.Exit(1)
     started = time.monotonic()

@@ -45,7 +45,7 @@ err = Console(stderr=True)
 
 
 def _default_settings() -> Settings:
-    from agent.cli import settings_or_exit  # late: agent.cli mounts this module
+    from agent.cli_context import settings_or_exit
 
     return settings_or_exit()
 

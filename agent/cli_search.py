@@ -82,7 +82,7 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
 ) -> None:
     """Run one low-level searcher (LLM rewriting + refinement) and show what it tried."""
-    from agent.cli import settings_or_exit
+    from agent.cli_context import settings_or_exit
     from agent.question import QuestionError, clean_question
     from agent.runtime import Runtime
     from agent.searching import create_searcher

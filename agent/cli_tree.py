@@ -41,7 +41,7 @@ err = Console(stderr=True, emoji=False)
 
 
 def _settings() -> Any:
-    from agent.cli import settings_or_exit  # late: agent.cli mounts this module
+    from agent.cli_context import settings_or_exit
 
     return settings_or_exit()
 

@@ -69,7 +69,7 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _settings() -> Any:
-    from agent.cli import settings_or_exit  # late: agent.cli mounts this app
+    from agent.cli_context import settings_or_exit
 
     return settings_or_exit()
 
