@@ -6,7 +6,6 @@ dense index kind, how big a chunk, where the index lives. ``searchers`` knows no
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from agent.settings import Settings
 from searchers.corpus import expand_sources
 from searchers.index_build import BuildProgress, BuildReport, DenseOptions, SourceSpec, build_index
 from searchers.index_dir import RETRIEVER_KINDS, IndexDir
+from searchers.jsonl import json_objects
 from searchers.passages import Hit
 from searchers.retrieval import Retriever
 
@@ -161,17 +161,13 @@ def read_queries(path: Path) -> list[BatchQuery]:
         raise QueryFileError(f"cannot read queries from {path}: {exc.strerror}") from exc
     queries: list[BatchQuery] = []
     with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if lineno > MAX_QUERY_LINES:
-                raise QueryFileError(f"{path}: more than {MAX_QUERY_LINES} lines")
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise QueryFileError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise QueryFileError(f'{path}:{lineno}: expected an object {{"id", "query"}}')
+        for lineno, record in json_objects(
+            fh,
+            path,
+            error=QueryFileError,
+            expected='expected an object {"id", "query"}',
+            max_lines=MAX_QUERY_LINES,
+        ):
             query = record.get("query", record.get("question"))
             if not isinstance(query, str) or not query.strip():
                 raise QueryFileError(f"{path}:{lineno}: missing or empty 'query'")

@@ -50,7 +50,7 @@ from agent.evidence import Finding, select_evidence, support
 from agent.planner_state import PlannerRun, PlannerState, SearchTask, SubQuery, query_key
 from agent.results import EventKind, TraceEvent
 from searchers.fusion import fuse_results
-from searchers.passages import Hit, Passage, focus_text, numbered_passages
+from searchers.passages import Hit, focus_text, numbered_passages
 from searchers.searcher import BudgetExceeded, SearchResult, outer_budget
 from searchers.structured_calls import ask
 from searchers.verification import contains_span
@@ -362,31 +362,6 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     }
 
 
-def _result_from_record(record: dict[str, Any]) -> SearchResult:
-    hits = [
-        Hit(
-            passage=Passage(
-                id=h["id"], title=h["title"], text=h["text"], metadata=h.get("metadata") or {}
-            ),
-            score=float(h["score"]),
-            retriever=h.get("retriever", ""),
-        )
-        for h in record["hits"]
-    ]
-    return SearchResult(
-        searcher=record["searcher"],
-        query=record["query"],
-        hits=hits,
-        attempts=[],
-        best_attempt=record.get("best_attempt"),
-        sufficient=bool(record.get("sufficient")),
-        stopped=record.get("stopped", "exhausted"),
-        llm_calls=int(record.get("llm_calls", 0)),
-        ms=float(record.get("ms", 0.0)),
-        error=record.get("error"),
-    )
-
-
 # --------------------------------------------------------------------------- findings
 
 
@@ -454,7 +429,7 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     fused: dict[str, list[Hit]] = {}
     for sub in subs:
         records = [r for key, r in searches.items() if key.split("|", 1)[0] == sub["id"]]
-        fused[sub["id"]] = fuse_results([_result_from_record(r) for r in records], k=cfg.k)
+        fused[sub["id"]] = fuse_results([SearchResult.from_json(r) for r in records], k=cfg.k)
     shown = {qid: hits[: cfg.summary_passages] for qid, hits in fused.items()}
     errors: list[str] = []
     replies: dict[int, QueryFinding] = {}

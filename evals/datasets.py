@@ -20,13 +20,13 @@ before the first model call, not at question 212.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from searchers.chunking import normalize_space
+from searchers.jsonl import json_objects
 
 DatasetFormat = Literal["auto", "hotpotqa", "flashrag"]
 FORMATS: tuple[str, ...] = get_args(DatasetFormat)
@@ -78,24 +78,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read ({exc.strerror})") from exc
     with handle:
-        for lineno in range(1, MAX_LINES + 2):
-            try:
-                line = handle.readline()
-            except UnicodeDecodeError as exc:
-                raise DatasetError(f"{path}:{lineno}: not UTF-8 text ({exc.reason})") from exc
-            if not line:
-                return
-            if lineno > MAX_LINES:
-                raise DatasetError(f"{path}: more than {MAX_LINES} lines")
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise DatasetError(f"{path}:{lineno}: expected a JSON object per line")
-            yield lineno, record
+        yield from json_objects(handle, path, error=DatasetError, max_lines=MAX_LINES)
 
 
 def _strings(where: str, value: Any, name: str) -> list[str]:

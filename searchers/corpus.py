@@ -36,6 +36,7 @@ from searchers.chunking import (
     normalize_space,
     text_paragraphs,
 )
+from searchers.jsonl import json_objects
 from searchers.passages import Passage
 
 CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "text"]
@@ -194,16 +195,7 @@ def expand_sources(sources: Iterable[Path]) -> list[Path]:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise CorpusError(f"{path}:{lineno}: expected a JSON object")
-            yield lineno, record
+        yield from json_objects(fh, path, error=CorpusError, expected="expected a JSON object")
 
 
 def read_jsonl(path: Path) -> Iterator[Passage]:

@@ -68,6 +68,15 @@ class Hit:
             "metadata": self.passage.metadata,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Hit:
+        """The inverse of ``to_json`` (the planner's state keeps hits as JSON records)."""
+        return cls(
+            passage=Passage.from_json(data),
+            score=float(data.get("score", 0.0)),
+            retriever=str(data.get("retriever") or ""),
+        )
+
     def to_document(self) -> Document:
         doc = self.passage.to_document()
         doc.metadata.update(score=self.score, retriever=self.retriever)

@@ -177,6 +177,29 @@ class SearchResult:
             "error": self.error,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchResult:
+        """The inverse of ``to_json``: the planner's state holds results as JSON records (its
+        checkpoints must serialise), and fusing a query's results needs them back."""
+        attempts = []
+        for raw in data.get("attempts") or []:
+            verdict = raw.get("verdict")
+            attempts.append(
+                Attempt(**{**raw, "verdict": Verdict(**verdict) if verdict is not None else None})
+            )
+        return cls(
+            searcher=str(data["searcher"]),
+            query=str(data["query"]),
+            hits=[Hit.from_json(h) for h in data.get("hits") or []],
+            attempts=attempts,
+            best_attempt=data.get("best_attempt"),
+            sufficient=bool(data.get("sufficient")),
+            stopped=data.get("stopped", "exhausted"),
+            llm_calls=int(data.get("llm_calls", 0)),
+            ms=float(data.get("ms", 0.0)),
+            error=data.get("error"),
+        )
+
 
 @runtime_checkable
 class Searcher(Protocol):
