@@ -159,6 +159,38 @@ def direction(question: str) -> tuple[str, str] | None:
     return None
 
 
+def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:
+    """The answers of the queries that name ``name`` and none of ``others``."""
+    key = f" {normalize_answer(name)} "
+    return [
+        answer
+        for query, answer in findings
+        if key in f" {normalize_answer(query)} "
+        and not any(f" {normalize_answer(o)} " in f" {normalize_answer(query)} " for o in others)
+    ]
+
+
+def _value_of(
+    alternative: str, others: Sequence[str], findings: Sequence[tuple[str, str]], kind: str
+) -> str | None:
+    """The one date or number the findings give for ``alternative``: a finding of a query about
+    it, or, one hop on, a finding of a query about what its finding named ("Which film has the
+    director born first?": "director of A" -> "Edward H. Griffith", then "birth date of Edward
+    H. Griffith" -> the date). None when there is none or more than one."""
+    parse = parse_date if kind == "date" else parse_number
+    direct = _naming(alternative, others, findings)
+    values = {v for v in direct if parse(v) is not None}
+    if values:
+        return values.pop() if len(values) == 1 else None
+    bridged = {
+        v
+        for bridge in set(direct)
+        for v in _naming(bridge, others, findings)
+        if parse(v) is not None
+    }
+    return bridged.pop() if len(bridged) == 1 else None
+
+
 def resolve(question: str, findings: Sequence[tuple[str, str]]) -> Comparison | None:
     """The alternative the findings decide, given (query, supported answer) pairs; None when
     the question is not a two-way comparison, or the findings do not give one clear value of
@@ -167,36 +199,25 @@ def resolve(question: str, findings: Sequence[tuple[str, str]]) -> Comparison | 
     way = direction(question)
     if len(offered) != 2 or way is None:
         return None
+    kind = "date" if way[1] == "date" else "number"
     picked_values: dict[str, str] = {}
     for alternative in offered:
-        key = normalize_answer(alternative)
-        mine = [
-            answer
-            for query, answer in findings
-            if f" {key} " in f" {normalize_answer(query)} "
-            and not any(
-                f" {normalize_answer(o)} " in f" {normalize_answer(query)} "
-                for o in offered
-                if o != alternative
-            )
-        ]
-        if len(set(mine)) != 1:
+        others = [o for o in offered if o != alternative]
+        value = _value_of(alternative, others, findings, kind)
+        if value is None:
             return None
-        picked_values[alternative] = mine[0]
-    dates = {a: parse_date(v) for a, v in picked_values.items()}
-    if all(dates.values()) and way[1] == "date":
+        picked_values[alternative] = value
+    if kind == "date":
         # compare at the precision both share: "1937" against "October 17, 1948" is by year
-        a, b = (dates[x] for x in offered)
+        a, b = (parse_date(picked_values[x]) for x in offered)
         assert a is not None and b is not None
         depth = 1 + (bool(a[1] and b[1])) + (bool(a[1] and b[1] and a[2] and b[2]))
-        ka, kb = a[:depth], b[:depth]
-        kind = "date"
+        ka: tuple[float, ...] = a[:depth]
+        kb: tuple[float, ...] = b[:depth]
     else:
-        numbers = [parse_number(picked_values[x]) for x in offered]
-        if way[1] != "amount" or numbers[0] is None or numbers[1] is None:
-            return None
-        ka, kb = (numbers[0],), (numbers[1],)
-        kind = "number"
+        na, nb = (parse_number(picked_values[x]) for x in offered)
+        assert na is not None and nb is not None
+        ka, kb = (na,), (nb,)
     if ka == kb:
         return None
     smaller = offered[0] if ka < kb else offered[1]

@@ -38,6 +38,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field
 
 import prompts
+from agent.chains import Hop, last_hop
 from agent.citation_check import (
     SourceText,
     check_citations,
@@ -787,6 +788,22 @@ def _answer_sources(state: PlannerState, limit: int) -> list[dict[str, Any]]:
     return [passages[pid] for pid in ids]
 
 
+def _hops(state: PlannerState) -> list[Hop]:
+    """Every searched query as a link of its chain (``agent.chains``)."""
+    summaries = state.get("summaries", {})
+    return [
+        Hop(
+            id=qid,
+            needs=tuple(sub.get("needs") or ()),
+            replaces=sub.get("replaces"),
+            answer=summaries[qid]["summary"] if summaries[qid].get("supported") else None,
+            superseded=bool(summaries[qid].get("superseded_by")),
+        )
+        for qid, sub in state.get("sub_queries", {}).items()
+        if qid in summaries
+    ]
+
+
 def _notes(findings: list[Finding]) -> str:
     if not findings:
         return "(none)"
@@ -834,6 +851,12 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     raw_long = " ".join(reply.value.answer.split())[:2000]
     short, grounded = ground_short_answer(raw_short, texts, state["question"])
     short = pick_choice(short, raw_long, state["question"])
+    # a bridge entity is not the answer when the chain it bridges to has a finding
+    bridged_to = (
+        None if choices(state["question"]) else last_hop(short, _hops(state), state["question"])
+    )
+    if bridged_to is not None:
+        short, grounded = bridged_to, True
     # "A or B?" with a date or a number found for each: computed, not read
     comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
     if comparison is not None:
@@ -858,6 +881,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     report = {**check.to_json(), "short_answer_grounded": grounded}
     if comparison is not None:
         report["comparison"] = comparison.to_json()
+    if bridged_to is not None:
+        report["last_hop"] = bridged_to
     if raw_short != short:
         report["short_answer_written"] = raw_short
     emit(

@@ -60,3 +60,31 @@ def test_a_magnitude_word_scales_its_number() -> None:
     found = [("population of Shanghai", "24.15 million"), ("population of Hanggin", "105,000")]
     question = "Which has the larger population, Shanghai or Hanggin?"
     assert resolve(question, found).picked == "Shanghai"
+
+
+# "Which film has the director born first?": each film's finding is a name, and the date is
+# one hop on, in the query the planner sent with that name filled in (made-up films and names)
+DIRECTORS = [
+    ("director of Harbour Lights", "Ada Quill"),
+    ("director of The Salt Road", "Bram Okafor"),
+    ("birth date of Ada Quill", "4 May 1911"),
+    ("birth date of Bram Okafor", "June 2, 1898"),
+]
+
+
+def test_a_comparison_one_hop_away_follows_each_alternative_to_its_date() -> None:
+    question = "Which film has the director born first, Harbour Lights or The Salt Road?"
+    picked = resolve(question, DIRECTORS)
+    assert picked is not None and picked.picked == "The Salt Road"
+    assert picked.values == {"Harbour Lights": "4 May 1911", "The Salt Road": "June 2, 1898"}
+    younger = resolve(
+        "Which film's director is younger, Harbour Lights or The Salt Road?", DIRECTORS
+    )
+    assert younger is not None and younger.picked == "Harbour Lights"
+
+
+def test_a_missing_or_forked_hop_leaves_the_comparison_to_the_reader() -> None:
+    question = "Which film has the director born first, Harbour Lights or The Salt Road?"
+    assert resolve(question, DIRECTORS[:3]) is None  # no date for the second director
+    forked = [*DIRECTORS, ("death date of Ada Quill", "1980")]
+    assert resolve(question, forked) is None  # two dates one hop from the first film

@@ -217,6 +217,19 @@ async def test_a_sentence_no_cited_passage_supports_is_dropped(index) -> None:
     assert answer_event.data["check"]["dropped"] == 1
 
 
+async def test_a_bridge_short_answer_becomes_the_last_hops_finding(index) -> None:
+    """The reader answers with the city the second query was asked about; the chain's last
+    hop found the river, so the river is the short answer, and the trace says why."""
+    chat = two_hop_chat(
+        answer=reply(short_answer="Paris", answer="The Seine flows through Paris [2].")
+    )
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    assert result.short_answer == "Seine"
+    answer_event = next(e for e in result.trace if e.kind == "answer")
+    assert answer_event.data["check"]["last_hop"] == "Seine"
+    assert answer_event.data["check"]["short_answer_written"] == "Paris"
+
+
 async def test_an_unsupported_finding_is_not_followed(index) -> None:
     """The model names a city its passages do not hold: that finding counts as not found, the
     dependent query is searched with the words of the query it needs, and the follow-up the

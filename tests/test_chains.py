@@ -1,0 +1,55 @@
+"""The short answer follows a planned chain to its last hop instead of stopping at the bridge."""
+
+from __future__ import annotations
+
+from agent.chains import Hop, last_hop
+
+# "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
+CHAIN = [
+    Hop("q1", (), None, "Mira Solt"),
+    Hop("q2", ("q1",), None, "tuberculosis"),
+]
+
+
+def test_a_bridge_answer_moves_to_the_last_hop() -> None:
+    assert last_hop("Mira Solt", CHAIN) == "tuberculosis"
+    assert last_hop("Mira Solt, the novelist", CHAIN) == "tuberculosis"  # the reader adds words
+
+
+def test_the_last_hop_or_an_unrelated_answer_stays_as_it_is() -> None:
+    assert last_hop("tuberculosis", CHAIN) is None
+    assert last_hop("Paris", CHAIN) is None
+
+
+def test_no_move_when_the_next_hop_found_nothing_or_the_chain_forks() -> None:
+    unanswered = [CHAIN[0], Hop("q2", ("q1",), None, None)]
+    assert last_hop("Mira Solt", unanswered) is None
+    forked = [*CHAIN, Hop("q3", ("q1",), None, "1923")]
+    assert last_hop("Mira Solt", forked) is None
+
+
+def test_a_follow_up_that_answered_the_next_hop_stands_in_for_it() -> None:
+    hops = [
+        CHAIN[0],
+        Hop("q2", ("q1",), None, None, superseded=True),
+        Hop("q3", (), "q2", "pleurisy"),
+    ]
+    assert last_hop("Mira Solt", hops) == "pleurisy"
+
+
+def test_three_hops_are_followed_to_the_end() -> None:
+    hops = [*CHAIN[:1], Hop("q2", ("q1",), None, "Kell"), Hop("q3", ("q2",), None, "1877")]
+    assert last_hop("Mira Solt", hops, "In what year was the son of Tom Arlen's wife born?") == (
+        "1877"
+    )
+
+
+def test_a_date_at_the_end_of_the_chain_answers_only_a_question_about_when() -> None:
+    """ "What league, founded in 1992, started its 2013 season on which day?" asks for a date;
+    "Which league started its season on 17 August 2013?" planned as "league ..." then
+    "start date of #1" asks for the league: the date only checked it."""
+    hops = [Hop("q1", (), None, "Premier League"), Hop("q2", ("q1",), None, "17 August 2013")]
+    assert last_hop("Premier League", hops, "Which league started on 17 August 2013?") is None
+    assert last_hop("Premier League", hops, "When did the league of Tom Arlen start?") == (
+        "17 August 2013"
+    )
