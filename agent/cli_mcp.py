@@ -31,7 +31,7 @@ from rich.text import Text
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent.http_api import ServeRefused, api_key_of, check_bind_allowed, make_server
+from agent.http_server import ServeRefused, api_key_of, check_bind_allowed, make_server
 from agent.mcp_backend import McpBackend
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from agent.http_api import ServeRefused, api_key_of, check_bind_allowed, serve
+from agent.http_api import serve
+from agent.http_server import ServeRefused, api_key_of, check_bind_allowed
 from agent.service import AgentLike
 
 if TYPE_CHECKING:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 import math
@@ -49,7 +48,6 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -61,6 +59,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.api_docs import mount_offline_docs
+from agent.http_server import api_key_of, check_bind_allowed, make_server
 from agent.question import QuestionError, clean_question
 from agent.results import AskResult, Citation, TraceEvent
 from agent.service import AgentError, AgentLike
@@ -97,10 +96,6 @@ RETRY_AFTER_MAX_S = 60  # OpenAI clients only honour Retry-After up to 60 s
 BEARER = HTTPBearer(auto_error=False, description="the server's api_key")
 THREAD_ID_RE = re.compile(r"^[\w.:@/+=\-]{1,200}$")
 T = TypeVar("T")
-
-
-class ServeRefused(RuntimeError):
-    """``serve`` will not expose an unauthenticated agent beyond this machine."""
 
 
 class ApiError(Exception):
@@ -783,11 +778,6 @@ def _web_route(name: str, web_file: Callable[[str], FileResponse]) -> Callable[[
     return route
 
 
-def api_key_of(server: ServerSettings) -> str | None:
-    key = server.api_key.get_secret_value().strip() if server.api_key is not None else ""
-    return key or None
-
-
 def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
     """The API and the page around one agent. Everything it needs is in ``server``."""
     app = FastAPI(
@@ -1105,72 +1095,6 @@ async def chat_stream(
             ensure_ascii=False,
         )
     yield "[DONE]"
-
-
-# --------------------------------------------------------------------------- serving
-
-
-def is_loopback_host(host: str) -> bool:
-    """127.0.0.0/8, ::1 (and IPv4-mapped loopback) and ``localhost``."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
-
-
-def check_bind_allowed(server: ServerSettings) -> None:
-    """Raise ``ServeRefused`` for a non-loopback host without an API key: the agent spends
-    LLM time and reads the index for whoever can reach it."""
-    if api_key_of(server) is None and not is_loopback_host(server.host):
-        raise ServeRefused(
-            f"refusing to serve on {server.host!r} without an API key: anyone who can reach it "
-            "could run the agent. Set HOPTREE_SERVER__API_KEY (or [server] api_key in "
-            "hoptree.toml), or bind a loopback host such as 127.0.0.1."
-        )
-
-
-def base_url(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, telling the caller the bound address (port 0 picks a free one)."""
-
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[str], None] | None) -> None:
-        super().__init__(config)
-        self._on_ready = on_ready
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started and self._on_ready is not None:
-            host, port = self.servers[0].sockets[0].getsockname()[:2]
-            self._on_ready(base_url(host, port))
-
-
-def make_server(
-    app: FastAPI,
-    server: ServerSettings,
-    *,
-    on_ready: Callable[[str], None] | None = None,
-    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info",
-) -> uvicorn.Server:
-    """A uvicorn server for ``app``; ``await it.serve()`` on the loop the agent lives on."""
-    config = uvicorn.Config(
-        app,
-        host=server.host,
-        port=server.port,
-        log_level=log_level,
-        timeout_graceful_shutdown=10,  # open trace streams must not hold a shutdown forever
-        server_header=False,
-    )
-    return _Server(config, on_ready)
 
 
 async def serve(

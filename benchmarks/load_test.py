@@ -100,7 +100,8 @@ def serve_child(chat_url: str, index_dir: Path, max_concurrency: int) -> None:
 
     from agent.chat_models import HoptreeChatOpenAI
     from agent.hoptree_agent import HoptreeAgent
-    from agent.http_api import create_app, make_server
+    from agent.http_api import create_app
+    from agent.http_server import make_server
     from agent.settings import BudgetSettings, PlannerSettings, ServerSettings
     from searchers.index_dir import IndexDir
     from searchers.lucene import render_tantivy

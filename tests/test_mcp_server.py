@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 
 from agent.cli_mcp import MCP_PATH, mcp_http_app
 from agent.hoptree_agent import HoptreeAgent
-from agent.http_api import make_server
+from agent.http_server import make_server
 from agent.indexing import build, open_retriever
 from agent.mcp_backend import McpBackend
 from agent.mcp_server import MAX_SEARCH_K, build_mcp_server
