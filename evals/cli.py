@@ -106,6 +106,12 @@ def run_command(
     limit: Annotated[
         int | None, typer.Option("--limit", help="the file's first N questions")
     ] = None,
+    offset: Annotated[
+        int,
+        typer.Option(
+            "--offset", help="skip the file's first N questions (with --limit: a later slice)"
+        ),
+    ] = 0,
     concurrency: Annotated[
         int,
         typer.Option(
@@ -142,6 +148,7 @@ def run_command(
         fmt=fmt,
         setting=setting,
         limit=limit,
+        offset=offset,
         concurrency=concurrency,
         index=index,
     )

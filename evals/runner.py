@@ -8,7 +8,8 @@ records what the directory measures (dataset by content hash, setting, pipeline,
 a rerun that would mix in another configuration is refused rather than averaged in.
 
 ``--limit N`` selects the file's first N questions; metrics cover exactly that selection, so
-``--limit 2`` then ``--limit 3`` runs one new question and reports three.
+``--limit 2`` then ``--limit 3`` runs one new question and reports three. ``--offset M`` skips
+the first M (``--offset 50 --limit 50``: questions 51-100, a slice kept apart from tuning).
 
 The open setting indexes the union of the file's paragraphs once, under
 ``<data_dir>/eval-indexes/<sha256 of the file>``, and every later run on the same file reuses
@@ -116,6 +117,7 @@ class RunConfig:
     fmt: str = "auto"
     setting: str = "open"
     limit: int | None = None
+    offset: int = 0  # skip the file's first N questions (a held-out slice: --offset 50 --limit 50)
     concurrency: int = 1
     index: Path | None = None  # open setting: use this index instead of building one
     progress: bool | None = None  # None: a bar on a terminal, else one line per question
@@ -129,6 +131,8 @@ class RunConfig:
             raise EvalRunError(f"concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
         if self.limit is not None and self.limit < 0:
             raise EvalRunError(f"limit must be >= 0, got {self.limit}")
+        if self.offset < 0:
+            raise EvalRunError(f"offset must be >= 0, got {self.offset}")
         if self.index is not None and self.setting != "open":
             raise EvalRunError("--index applies to the open setting only")
         if self.index is not None and not (Path(self.index) / "manifest.json").is_file():
@@ -378,7 +382,8 @@ async def run_eval(
         raise PipelineError(f"pipeline {spec.name} needs the embedding model")
     dataset = Path(config.dataset)
     fmt = resolve_format(dataset, config.fmt)
-    questions = load_questions(dataset, fmt, limit=config.limit)
+    end = None if config.limit is None else config.offset + config.limit
+    questions = load_questions(dataset, fmt, limit=end)[config.offset :]
     sha256 = file_sha256(dataset)
     identity = {
         "dataset_sha256": sha256,
@@ -467,6 +472,7 @@ async def run_eval(
         "k": ctx.k,
         "passage_chars": ctx.chars,
         "limit": config.limit,
+        "offset": config.offset,
         "concurrency": config.concurrency,
         "ran_now": len(pending),
         "wall_seconds": round(time.monotonic() - wall, 2),

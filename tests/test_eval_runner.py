@@ -436,6 +436,25 @@ async def test_the_tree_pipeline_without_a_tree_fails_before_any_question(
     assert not (tmp_path / "open" / "details.jsonl").exists()
 
 
+async def test_an_offset_runs_a_later_slice_of_the_file(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """--offset 1 --limit 1: the second question only (a slice never used for tuning)."""
+    out = tmp_path / "slice"
+    chat = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, offset=1, limit=1),
+        context(eval_settings, chat, embeddings),
+    )
+    assert [r["id"] for r in rows(out)] == ["tiny-2"]
+    assert metrics["n"] == 1 and metrics["offset"] == 1 and chat.count("rag_answer") == 1
+    with pytest.raises(EvalRunError, match="offset must be >= 0"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "b", offset=-1),
+            context(eval_settings, chat, embeddings),
+        )
+
+
 async def test_bad_options_fail_before_any_question(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
