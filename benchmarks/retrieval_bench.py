@@ -149,6 +149,7 @@ def cached_vectors(cache_dir: Path, n: int, log: Callable[[str], None]) -> tuple
                 passages = synthetic_passages(shards * SHARD)
                 embeddings = SentenceTransformerEmbeddings(MODEL, batch_size=64)
             texts = [passage_embedding_text(p) for p in passages[s * SHARD : (s + 1) * SHARD]]
+            log(f"embedding shard {s + 1}/{shards} ({len(texts)} passages)")
             t0 = time.perf_counter()
             vectors = embeddings.embed_array(texts)
             took = time.perf_counter() - t0
@@ -335,6 +336,7 @@ def gold_titles(row: dict[str, Any]) -> set[str]:
 
 def run_recall(label: str, rel: str, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
     from agent.embeddings import SentenceTransformerEmbeddings
+    from agent.indexing import build_progress
     from searchers.index_build import SourceSpec, build_index
     from searchers.index_dir import IndexDir
 
@@ -343,9 +345,15 @@ def run_recall(label: str, rel: str, workdir: Path, log: Callable[[str], None]) 
     embeddings = SentenceTransformerEmbeddings(MODEL)
     index_path = workdir / f"recall-{source.stem}"
     t0 = time.perf_counter()
-    report = build_index(
-        index_path, [SourceSpec(source)], embeddings=embeddings, embedding_model=MODEL
-    )
+    log(f"{label}: building an index of {source.name}")
+    with build_progress() as progress:  # bars on a terminal, lines in a log
+        report = build_index(
+            index_path,
+            [SourceSpec(source)],
+            embeddings=embeddings,
+            embedding_model=MODEL,
+            progress=progress,
+        )
     build_s = time.perf_counter() - t0
     log(f"{label}: built {report.total} passages in {build_s:.1f}s")
     index = IndexDir.open(index_path)
