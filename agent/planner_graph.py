@@ -48,7 +48,14 @@ from agent.citation_check import (
 )
 from agent.comparison import resolve
 from agent.evidence import Finding, select_evidence, support
-from agent.planner_state import PlannerRun, PlannerState, SearchTask, SubQuery, query_key
+from agent.planner_state import (
+    FindingRecord,
+    PlannerRun,
+    PlannerState,
+    SearchTask,
+    SubQuery,
+    query_key,
+)
 from agent.results import EventKind, TraceEvent
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text, numbered_passages
@@ -391,7 +398,7 @@ def _findings_prompt(
 
 def _record(
     sub: SubQuery, span: str, sources: list[str], *, supported: bool, answered: bool, skipped: bool
-) -> dict[str, Any]:
+) -> FindingRecord:
     """A query's finding as state keeps it: ``summary`` is the span only when supported,
     ``proposed`` what the model said either way (the trace shows both)."""
     return {
@@ -409,7 +416,7 @@ def _record(
 
 def _finding(
     sub: SubQuery, answer: str, cited: list[Hit], shown: list[Hit], *, skipped: bool
-) -> dict[str, Any]:
+) -> FindingRecord:
     """A query's finding from the model's reply; ``answered`` means supported by its passages."""
     span = " ".join(answer.split())[:MAX_FINDING_CHARS]
     sources = support(
@@ -456,7 +463,7 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
                 errors.append(f"summarize: {reply.error}")
         except BudgetExceeded as exc:
             errors.append(f"summarize skipped: {exc.reason}")
-    summaries: dict[str, Any] = {}
+    summaries: dict[str, FindingRecord] = {}
     for sub in subs:
         hits = shown[sub["id"]]
         if not cfg.summarize:  # ablation: the passages are the finding

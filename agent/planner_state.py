@@ -46,6 +46,20 @@ class SubQuery(TypedDict):
     replaces: str | None  # the unanswered query this follow-up asks again
 
 
+class FindingRecord(TypedDict):
+    """What the findings step keeps for one query (``PlannerState.summaries``)."""
+
+    id: str
+    query: str
+    summary: str  # the supported span, "" when unsupported
+    proposed: str  # what the model said either way (the trace shows both)
+    sources: list[str]  # ids of the passages that hold the span
+    answered: bool  # the model gave an answer
+    supported: bool  # the answer is a span of a passage about the query's subject
+    skipped: bool  # no findings call was made (the summarize switch off)
+    superseded_by: str | None  # a follow-up whose supported finding replaced this one
+
+
 class PlannerState(TypedDict, total=False):
     question: str
     thread_id: str | None
@@ -57,7 +71,7 @@ class PlannerState(TypedDict, total=False):
     searches: Annotated[dict[str, dict[str, Any]], merge_keyed]  # "q1|sparse" -> result json
     fused: Annotated[dict[str, list[str]], merge_keyed]  # sub-query id -> passage ids, best first
     passages: Annotated[dict[str, dict[str, Any]], merge_keyed]  # passage id -> hit json
-    summaries: Annotated[dict[str, dict[str, Any]], merge_keyed]  # sub-query id -> finding
+    summaries: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
     verdicts: list[dict[str, Any]]
     errors: Annotated[list[str], append_or_reset]
     stopped: str
