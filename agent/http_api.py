@@ -26,11 +26,13 @@ a malformed or invalid request (``invalid_json``, ``param`` = the offending fiel
 ``model_not_found`` for any model but ``hoptree``, refused before a run starts. The native
 ``/v1/ask*`` endpoints keep their own style (422 for invalid requests, ``code`` only when set).
 
-Limits are enforced here, not in the planner, so one misbehaving client cannot take the machine:
-request bodies over ``max_body_bytes`` get 413 (Content-Length and the bytes actually received);
-more than ``max_concurrency`` runs at once (streams included) get 429 with ``Retry-After`` rather
-than a queue nobody can see; every run gets ``request_deadline_s`` as its own deadline and a hard
-timeout a little later (504 / fatal error event); a client that goes away cancels its run.
+Limits are enforced in the server, not in the planner, so one misbehaving client cannot take the
+machine: request bodies over ``max_body_bytes`` get 413 (Content-Length and the bytes actually
+received); more than ``max_concurrency`` runs at once (streams included) get 429 with
+``Retry-After`` rather than a queue nobody can see; every run gets ``request_deadline_s`` as its
+own deadline and a hard timeout a little later (504 / fatal error event); a client that goes away
+cancels its run. The error shapes and handlers are in ``agent.http_errors``, the body and run
+limits in ``agent.http_limits``.
 """
 
 from __future__ import annotations
@@ -39,26 +41,29 @@ import asyncio
 import hmac
 import json
 import logging
-import math
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent.api_docs import mount_offline_docs
+from agent.http_errors import (
+    NO_RETRY,
+    ApiError,
+    add_error_handlers,
+    error_body,
+    error_response,
+)
+from agent.http_limits import BodyLimitMiddleware, RunSlots, deadline_grace_s, stream_response
 from agent.http_server import api_key_of, check_bind_allowed, make_server
 from agent.question import QuestionError, clean_question
 from agent.results import AskResult, Citation, TraceEvent
@@ -86,277 +91,9 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-SSE_PING_S = 15.0  # keeps proxies and clients' read timeouts from dropping a quiet run
-# A client that stops reading but keeps its socket open would otherwise block the stream (and hold
-# its run slot) forever: a send that waits this long ends the response and cancels the run.
-SSE_SEND_TIMEOUT_S = 30.0
-BODY_READ_TIMEOUT_S = 30.0  # a client trickling its body must not hold a connection forever
-RETRY_AFTER_MAX_S = 60  # OpenAI clients only honour Retry-After up to 60 s
 # Module level: FastAPI resolves the (string) annotations of endpoints in the module's globals.
 BEARER = HTTPBearer(auto_error=False, description="the server's api_key")
 THREAD_ID_RE = re.compile(r"^[\w.:@/+=\-]{1,200}$")
-T = TypeVar("T")
-
-
-class ApiError(Exception):
-    """An error answer: status, OpenAI-style type, code, param and headers (``Retry-After``).
-
-    Request checks shared by both API styles raise 422, the native endpoints' status for an
-    invalid request; on OpenAI's endpoints the handler sends it as 400, which is what OpenAI
-    answers and what its clients map to ``BadRequestError``.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        type_: str,
-        *,
-        headers: dict[str, str] | None = None,
-        code: str | None = None,
-        param: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type_
-        self.headers = headers or {}
-        self.code = code
-        self.param = param
-
-
-def is_openai_path(path: str) -> bool:
-    """Whether ``path`` is one of the endpoints OpenAI's clients call, whose errors must follow
-    OpenAI's conventions (the native endpoints keep their own)."""
-    return path in ("/v1/chat/completions", "/v1/models") or path.startswith("/v1/models/")
-
-
-def error_body(
-    message: str,
-    type_: str,
-    code: str | None = None,
-    *,
-    param: str | None = None,
-    openai: bool = False,
-) -> dict[str, Any]:
-    """``{"error": {...}}``. OpenAI's shape always carries all four fields (null when unknown),
-    as OpenAI's own errors do; the native shape names ``code`` only when there is one."""
-    if openai:
-        return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    error: dict[str, Any] = {"message": message, "type": type_}
-    if code:
-        error["code"] = code
-    return {"error": error}
-
-
-def error_response(
-    status: int,
-    message: str,
-    type_: str,
-    *,
-    headers: dict[str, str] | None = None,
-    code: str | None = None,
-    param: str | None = None,
-    openai: bool = False,
-) -> JSONResponse:
-    return JSONResponse(
-        error_body(message, type_, code, param=param, openai=openai),
-        status_code=status,
-        headers=headers,
-    )
-
-
-# Errors a retry cannot fix quickly: OpenAI clients retry 5xx twice unless told not to, and
-# retrying a run that hit its deadline or a dead chat endpoint only burns another deadline.
-NO_RETRY = {"x-should-retry": "false"}
-
-
-def deadline_grace_s(deadline_s: float) -> float:
-    """How long after its own deadline a run may take before it is cut off.
-
-    The planner answers from what it has when its deadline passes; the grace lets that last
-    answer step finish instead of discarding the work with a 504.
-    """
-    return min(30.0, max(0.5, 0.05 * deadline_s))
-
-
-# --------------------------------------------------------------------------- limits
-
-
-class BodyLimitMiddleware:
-    """413 for request bodies over the limit, by Content-Length and by the bytes received.
-
-    It buffers the (small, bounded) body and replays it to the app, so a chunked upload with no
-    Content-Length is cut off after ``max_bytes + 1`` bytes instead of being read to the end.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        openai = is_openai_path(scope.get("path", ""))
-        too_large = error_response(
-            413,
-            f"the request body is larger than the limit of {self.max_bytes} bytes",
-            "invalid_request_error",
-            code="request_too_large",
-            openai=openai,
-        )
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None:
-            if not declared.isdigit():
-                await error_response(
-                    400, "bad Content-Length", "invalid_request_error", openai=openai
-                )(scope, receive, send)
-                return
-            if int(declared) > self.max_bytes:
-                await too_large(scope, receive, send)
-                return
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(BODY_READ_TIMEOUT_S):
-                more = True
-                while more:  # ends: last chunk, the size limit, a disconnect or the timeout
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return
-                    body = message.get("body", b"")
-                    size += len(body)
-                    if size > self.max_bytes:
-                        await too_large(scope, receive, send)
-                        return
-                    chunks.append(body)
-                    more = bool(message.get("more_body", False))
-        except TimeoutError:
-            await error_response(
-                408, "the request body arrived too slowly", "timeout_error", openai=openai
-            )(scope, receive, send)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()  # after the body: only http.disconnect is left to come
-
-        await self.app(scope, replay, send)
-
-
-class RunSlot:
-    """One of the ``max_concurrency`` run slots; ``release`` is idempotent."""
-
-    def __init__(self, slots: RunSlots, token: int) -> None:
-        self._slots = slots
-        self._token = token
-        self._released = False
-
-    def release(self) -> None:
-        if not self._released:
-            self._released = True
-            self._slots._release(self._token)
-
-
-class RunSlots:
-    """Counts runs in flight; refuses (never queues) beyond the limit.
-
-    Everything runs on one event loop and nothing awaits between the check and the take, so a
-    plain counter is race-free. Run durations feed an estimate for ``Retry-After``.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._started: dict[int, float] = {}
-        self._next = 0
-        self._mean_s: float | None = None
-
-    @property
-    def running(self) -> int:
-        return len(self._started)
-
-    def try_acquire(self) -> RunSlot | None:
-        if len(self._started) >= self.limit:
-            return None
-        self._next += 1
-        self._started[self._next] = time.monotonic()
-        return RunSlot(self, self._next)
-
-    def _release(self, token: int) -> None:
-        started = self._started.pop(token, None)
-        if started is not None:
-            took = time.monotonic() - started
-            self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
-
-    def retry_after_s(self) -> int:
-        """Seconds until the oldest run should be done, from the mean run time (1..60)."""
-        if not self._started or self._mean_s is None:
-            return 5
-        now = time.monotonic()
-        oldest = min(self._started.values())
-        left = self._mean_s - (now - oldest)
-        return int(min(RETRY_AFTER_MAX_S, max(1, math.ceil(left))))
-
-    def acquire_or_429(self) -> RunSlot:
-        slot = self.try_acquire()
-        if slot is None:
-            raise ApiError(
-                429,
-                f"{self.limit} run(s) already in progress, the server's limit; retry later",
-                "rate_limit_error",
-                headers={"Retry-After": str(self.retry_after_s())},
-                code="too_many_runs",
-            )
-        return slot
-
-
-class SlotEventSourceResponse(EventSourceResponse):
-    """An SSE response that frees its run slot however the response ends.
-
-    The generator's own ``finally`` is not enough: if the client leaves before the first event,
-    the generator is never started and its ``finally`` never runs.
-    """
-
-    def __init__(self, content: AsyncIterator[Any], *, slot: RunSlot, **kwargs: Any) -> None:
-        super().__init__(content, **kwargs)
-        self._slot = slot
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            aclose = getattr(self.body_iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()  # closes the agent's stream if it was never reached or left open
-            self._slot.release()
-
-
-def stream_response(
-    slot: RunSlot, source: AsyncGenerator[T, None], to_event: Callable[[T], ServerSentEvent]
-) -> SlotEventSourceResponse:
-    """The SSE response of one run: the source is closed (cancelling the run) and the slot
-    freed however the response ends."""
-
-    async def events() -> AsyncIterator[ServerSentEvent]:
-        try:
-            async with aclosing(source) as run:
-                async for item in run:
-                    yield to_event(item)
-        finally:
-            slot.release()
-
-    return SlotEventSourceResponse(
-        events(),
-        slot=slot,
-        ping=SSE_PING_S,
-        send_timeout=SSE_SEND_TIMEOUT_S,
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
 
 
 # --------------------------------------------------------------------------- request models
@@ -451,52 +188,6 @@ def check_model(model: str | None) -> None:
             code="model_not_found",
             param="model",
         )
-
-
-_LOCATIONS = ("body", "query", "path", "header")
-# pydantic names the member of a union that failed (``content.str``); not a parameter
-_UNION_MEMBERS = {"str", "int", "float", "bool", "none", "dict", "list"}
-
-
-def _param_of(loc: Sequence[Any]) -> str | None:
-    """A validation error's location as OpenAI names a parameter: ``messages[0].content``."""
-    parts = list(loc[1:] if loc and loc[0] in _LOCATIONS else loc)
-    name = ""
-    for part in parts:
-        if isinstance(part, int):
-            name += f"[{part}]"
-        elif part in _UNION_MEMBERS or "[" in str(part):
-            continue
-        else:
-            name += f".{part}" if name else str(part)
-    return name or None
-
-
-def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str]:
-    """(message, param, code) of a request OpenAI would answer with 400: ``invalid_json`` for a
-    body that does not parse, else the first offending field as ``param``."""
-    first = errors[0] if errors else {}
-    kind = str(first.get("type", ""))
-    if kind == "json_invalid":
-        detail = (first.get("ctx") or {}).get("error") or first.get("msg") or "decode error"
-        loc = first.get("loc", ())
-        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
-        return f"the request body is not valid JSON: {detail}{at}", None, "invalid_json"
-    param = _param_of(first.get("loc", ()))
-    if param is None and tuple(first.get("loc", ())) == ("body",):
-        # no body, or one that is not a JSON object (a list, or sent as text/plain)
-        return "the request body must be a JSON object", None, "invalid_json"
-    problems = []
-    for err in errors[:5]:
-        where = _param_of(err.get("loc", ())) or "body"
-        problems.append(f"{where}: {err.get('msg', 'invalid')}")
-    if kind == "missing":
-        code = "missing_required_parameter"
-    elif kind.endswith("_type"):
-        code = "invalid_type"
-    else:
-        code = "invalid_value"
-    return "; ".join(problems) or "invalid request", param, code
 
 
 # --------------------------------------------------------------------------- formatting
@@ -942,63 +633,7 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
                 f"/{name}", _web_route(name, web_file), methods=["GET"], include_in_schema=False
             )
 
-    @app.exception_handler(ApiError)
-    async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
-        openai = is_openai_path(request.url.path)
-        return error_response(
-            400 if openai and exc.status == 422 else exc.status,
-            exc.message,
-            exc.type,
-            headers=exc.headers,
-            code=exc.code,
-            param=exc.param,
-            openai=openai,
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = list(exc.errors())
-        if is_openai_path(request.url.path):
-            message, param, code = openai_validation_error(errors)
-            return error_response(
-                400, message, "invalid_request_error", code=code, param=param, openai=True
-            )
-        problems = []
-        for err in errors[:5]:
-            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-            problems.append(f"{where}: {err.get('msg', 'invalid')}")
-        return error_response(422, "; ".join(problems), "invalid_request_error")
-
-    @app.exception_handler(StarletteHTTPException)
-    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if is_openai_path(request.url.path):
-            # FastAPI's own 400 is a body it could not read (e.g. not UTF-8)
-            code = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed"}.get(
-                exc.status_code
-            )
-            return error_response(
-                exc.status_code,
-                str(exc.detail),
-                "invalid_request_error",
-                headers=exc.headers,
-                code=code,
-                openai=True,
-            )
-        type_ = {404: "not_found", 405: "method_not_allowed"}.get(
-            exc.status_code, "invalid_request_error"
-        )
-        return error_response(exc.status_code, str(exc.detail), type_, headers=exc.headers)
-
-    @app.exception_handler(Exception)
-    async def on_crash(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return error_response(
-            500,
-            f"internal error: {type(exc).__name__}",
-            "server_error",
-            openai=is_openai_path(request.url.path),
-        )
-
+    add_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes)
     return app
 

@@ -21,7 +21,8 @@ import openai
 import pytest
 from pydantic import SecretStr
 
-from agent.http_api import openai_validation_error, progress_line, serve, text_pieces
+from agent.http_api import progress_line, serve, text_pieces
+from agent.http_errors import openai_validation_error
 from agent.http_server import ServeRefused, check_bind_allowed, is_loopback_host
 from agent.results import TraceEvent
 from agent.settings import ServerSettings
