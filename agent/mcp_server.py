@@ -30,7 +30,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from agent.embeddings import EmbeddingModelError
-from agent.http_api import chat_content
+from agent.http_openai import chat_content
 from agent.http_runs import THREAD_ID_RE, run_items
 from agent.mcp_backend import McpBackend
 from agent.mcp_schemas import (

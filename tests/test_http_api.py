@@ -21,11 +21,13 @@ import openai
 import pytest
 from pydantic import SecretStr
 
-from agent.http_api import progress_line, serve, text_pieces
+from agent.http_api import serve
 from agent.http_errors import openai_validation_error
+from agent.http_openai import text_pieces
 from agent.http_server import ServeRefused, check_bind_allowed, is_loopback_host
 from agent.results import TraceEvent
 from agent.settings import ServerSettings
+from agent.trace_lines import progress_line
 from tests.fake_agent import ANSWER, QUESTION, ScriptedAgent, ScriptedRunAgent, scripted_events
 from tests.live_server import live_server
 
