@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agent.planner_graph import AgentRunError, build_planner_graph, recursion_limit
+from agent.planner_answer import AgentRunError
+from agent.planner_graph import build_planner_graph, recursion_limit
 from agent.planner_state import PlannerRun, PlannerState, fresh_question
 from agent.question import clean_question
 from agent.results import (

@@ -605,7 +605,7 @@ def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
 
 
 def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() -> None:
-    from agent.planner_graph import on_topic
+    from agent.planner_queries import on_topic
     from agent.planner_state import query_key
 
     def plan(*queries: str) -> list[tuple[str, str]]:
@@ -641,7 +641,7 @@ async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> No
 
 
 def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
-    from agent.planner_graph import implicit_refs
+    from agent.planner_queries import implicit_refs
 
     earlier = ["origin of the song Alone", "town where 'Coffee Alone' comes from"]
     query = 'river next to the town where "Coffee Alone" comes from'
