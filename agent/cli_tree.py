@@ -24,14 +24,8 @@ from rich.table import Table
 from agent.progress import ProgressLines
 from tree.build import BuildEvent, ProgressFn, TreeBuildError, TreeConfig
 from tree.documents import DocumentError, SourceDocument, read_documents
-from tree.store import (
-    JOURNAL_FILE,
-    Tree,
-    TreeStoreError,
-    tree_exists,
-    tree_report,
-    ungrounded_summaries,
-)
+from tree.report import tree_report, ungrounded_summaries
+from tree.store import JOURNAL_FILE, Tree, TreeStoreError, tree_exists
 
 TREE_SUBDIR = "tree"
 

@@ -41,8 +41,9 @@ from agent.usage import STEP_KEY  # noqa: E402
 from tree.build import BuildEvent, TreeBuilder, TreeConfig  # noqa: E402
 from tree.documents import SourceDocument, read_documents  # noqa: E402
 from tree.journal import BuildJournal  # noqa: E402
+from tree.report import tree_report  # noqa: E402
 from tree.retrieval import TreeRetriever  # noqa: E402
-from tree.store import JOURNAL_FILE, load_tree, save_tree, tree_exists, tree_report  # noqa: E402
+from tree.store import JOURNAL_FILE, load_tree, save_tree, tree_exists  # noqa: E402
 
 LONGDOC = ROOT.parent / "shared" / "data" / "longdoc"
 QUALITY = LONGDOC / "quality_example_2articles.jsonl"

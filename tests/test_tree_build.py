@@ -21,7 +21,8 @@ from tests.scripted_chat import ScriptedChatModel
 from tree.build import TreeBuilder, TreeBuildError, TreeConfig
 from tree.documents import SourceDocument
 from tree.journal import BuildJournal, merge_journal
-from tree.store import Tree, tree_report
+from tree.report import tree_report
+from tree.store import Tree
 
 ASTRONOMY = [
     "The telescope revealed a faint spiral galaxy beyond the Andromeda nebula.",

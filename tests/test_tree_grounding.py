@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.test_tree_store import hand_tree
 from tree.grounding import grounding, terms, unsupported_terms
-from tree.store import tree_report
+from tree.report import tree_report
 
 REM = [
     "R.E.M. was an American rock band from Athens, Georgia, formed in 1980 by Michael Stipe.",

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tree.report import tree_report
 from tree.store import (
     CURRENT_FILE,
     EMBEDDINGS_FILE,
@@ -21,7 +22,6 @@ from tree.store import (
     load_tree,
     save_tree,
     tree_exists,
-    tree_report,
 )
 
 AXES = {"cats": 0, "ships": 1, "bread": 2, "misc": 3}
