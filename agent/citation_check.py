@@ -12,6 +12,11 @@ It also snaps a short answer onto the passages' wording (``ground_short_answer``
 comparison question's answer to one of the alternatives it offers (``choices``/``pick_choice``),
 because exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom" and "the band" for
 "Hanson".
+
+Why one module of this length: the sentence check, the short-answer grounding and the choice
+resolution read passages and answers with the same tokenisation (``_terms``, ``_key``,
+``_number_key``, the sentence splitter) and must agree on it; split apart, such copies drift
+(hoptree had four span matchers before ``contains_span``).
 """
 
 from __future__ import annotations

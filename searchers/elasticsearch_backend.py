@@ -6,6 +6,10 @@ One index holds both sides of the corpus: ``title``/``text`` for BM25 through ``
 written to the index ``_meta`` at creation so a retriever built with another model refuses to
 search vectors it cannot compare with, the same rule as the local FAISS index.
 
+Why one module of this length: Elasticsearch is optional, and everything that knows its API
+(mapping, bulk ingest, both retrievers, error translation) lives here, so nothing else imports
+the client and removing the backend is deleting one file.
+
 The client is injected (``connect`` builds one from settings) so the CLI owns configuration and
 tests can swap the transport for recorded responses. Every request carries ``request_timeout``;
 every cluster failure becomes a ``RetrievalError`` that names the URL and the index, while a query

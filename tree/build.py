@@ -29,6 +29,10 @@ Adding documents to a tree (``TreeBuilder.add``) recomputes exactly this:
   Old leaves are never re-clustered, so old and new text meet from layer 2 up. Layer 1 holds
   ~85% of a RAPTOR tree's summaries, so the cost tracks the size of the addition; rebuild from
   scratch (``build`` with all documents) when the additions dominate, to let them mix at layer 1.
+
+Why one module of this length: the build is one resumable state machine (layers, clustering,
+the journal, reuse of earlier summaries, per-document trees); its steps share the builder's
+caches and counters, and splitting them would pass that state through every call.
 """
 
 from __future__ import annotations
