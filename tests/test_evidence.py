@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.evidence import Finding, relevance, select_evidence, support
+from searchers.verification import contains_span
 
 BAND = {
     "id": "band",
@@ -36,6 +37,14 @@ PASSAGES = {p["id"]: p for p in (BAND, ALBUM, COC, TULSA, HANSON)}
 def test_a_span_its_cited_passage_holds_is_supported() -> None:
     assert support("Cain's Ballroom", [BAND], [BAND, COC]) == ["band"]
     assert support("tulsa", [BAND], [BAND]) == ["band"]  # case and punctuation ignored
+
+
+def test_a_small_number_matches_whether_written_as_a_word_or_digits() -> None:
+    """The model copies "3" from "three brothers"; the passage holds it all the same."""
+    assert support("3", [HANSON], [HANSON], "number of brothers in Hanson") == ["hanson"]
+    assert support("4", [HANSON], [HANSON], "number of brothers in Hanson") == []
+    assert contains_span("three brothers", "formed by 3 brothers")
+    assert not contains_span("3", "formed by thirty brothers")
 
 
 def test_a_wrong_passage_number_is_repaired_from_the_shown_ones() -> None:
