@@ -270,6 +270,27 @@ def losses_command(
         markdown.write_text(text, encoding="utf-8")
 
 
+@eval_app.command("replay")
+def replay_command(
+    runs: Annotated[list[Path], typer.Argument(help="run directories (with details.jsonl)")],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="also write the result as markdown here")
+    ] = None,
+) -> None:
+    """Re-apply today's no-call answer rules (chains, comparisons) to a planner run's recorded
+    findings, and score the answers they give: an estimate in a second, not a new run."""
+    from evals.replay import replay_markdown
+
+    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
+    if missing:
+        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    text = replay_markdown([Path(run) for run in runs])
+    sys.stdout.write(text)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(text, encoding="utf-8")
+
+
 @eval_app.command("suite")
 def suite_command(
     data: Annotated[
