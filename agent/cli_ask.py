@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from agent.results import AskResult
+from agent.results import AskResult, TraceEvent
 from agent.trace_lines import progress_line
 
 out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
@@ -105,22 +105,14 @@ def print_result(result: AskResult) -> None:
 
 
 async def run_question(agent: Any, question: str, thread_id: str | None, live: bool) -> AskResult:
-    if not live:
-        return await agent.ask(question, thread_id=thread_id)
-    result: AskResult | None = None
-    async for item in agent.run(question, thread_id=thread_id, deadline_s=None):
-        if isinstance(item, AskResult):
-            result = item
-        elif item.kind == "error" and item.data.get("fatal"):
-            from agent.service import AgentError
+    """The agent's answer; with ``live``, each step's progress line on stderr as it happens."""
 
-            raise AgentError(item.data["error"])
-        else:
-            line = progress_line(item)
-            if line:
-                err.print(f"[dim]{escape(line)}[/dim]")
-    assert result is not None
-    return result
+    def show(event: TraceEvent) -> None:
+        line = progress_line(event)
+        if line:
+            err.print(f"[dim]{escape(line)}[/dim]")
+
+    return await agent.ask(question, thread_id=thread_id, on_event=show if live else None)
 
 
 async def _ask(

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,13 +79,22 @@ class HoptreeAgent:
     # ------------------------------------------------------------------ runs
 
     async def ask(
-        self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
+        self,
+        question: str,
+        *,
+        thread_id: str | None = None,
+        deadline_s: float | None = None,
+        on_event: Callable[[TraceEvent], None] | None = None,
     ) -> AskResult:
+        """The result; ``on_event`` sees every trace event as it happens (the CLI's live
+        lines). A fatal error raises ``AgentError``."""
         async for item in self.run(question, thread_id=thread_id, deadline_s=deadline_s):
             if isinstance(item, AskResult):
                 return item
             if item.kind == "error" and item.data.get("fatal"):
                 raise AgentError(item.data["error"])
+            if on_event is not None:
+                on_event(item)
         raise AgentError("the run ended without a result")  # pragma: no cover
 
     async def stream(
