@@ -57,19 +57,16 @@ def searcher_context(
 
 
 def searcher_options(settings: Settings) -> dict[str, dict[str, Any]]:
-    """Per-searcher options from settings, in the shape each built-in's config takes."""
+    """Every searcher's options in one step: its ``[searchers.<name>]`` table (plugins'
+    included, as written), the shared stop rule for the built-ins that take one, and ``[web]``
+    for the web searcher."""
     cfg = settings.searchers
     rule = VerificationRule(kind=cfg.verify_rule, min_coverage=cfg.verify_min_coverage)
-    return {
-        "sparse": {
-            "max_depth": cfg.sparse_max_depth,
-            "max_refinements": cfg.sparse_max_refinements,
-            "original_first": cfg.sparse_original_first,
-            "rule": rule,
-        },
-        "dense": {"max_rewrites": cfg.dense_max_rewrites, "rule": rule},
-        "web": settings.web.options(),
-    }
+    options = cfg.tables()
+    for name in ("sparse", "dense"):
+        options[name]["rule"] = rule
+    options["web"] = {**settings.web.options(), **options.get("web", {})}
+    return options
 
 
 def create_searcher(

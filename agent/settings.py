@@ -15,7 +15,14 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -105,19 +112,84 @@ class BudgetSettings(BaseModel):
     searcher_deadline_s: float = Field(300.0, gt=0)
 
 
-class SearcherSettings(BaseModel):
-    """The low-level searchers' loops and their stop rule (see searchers/verification.py)."""
+class SparseSearcherSettings(BaseModel):
+    """``[searchers.sparse]``: the Lucene searcher's stand-alone loop (LevelRAG's sizes)."""
 
     model_config = {"extra": "forbid"}
 
-    sparse_max_depth: int = Field(3, ge=0, le=6, description="feedback levels (LevelRAG: 3)")
-    sparse_max_refinements: int = Field(27, ge=0, le=500, description="LevelRAG: 27")
-    sparse_original_first: bool = Field(
+    max_depth: int = Field(3, ge=0, le=6, description="feedback levels (LevelRAG: 3)")
+    max_refinements: int = Field(27, ge=0, le=500, description="LevelRAG: 27")
+    original_first: bool = Field(
         True, description="probe the query as written before the LLM rewrite (LevelRAG: no)"
     )
-    dense_max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents at most")
+
+
+class DenseSearcherSettings(BaseModel):
+    """``[searchers.dense]``: the HyDE searcher's stand-alone loop."""
+
+    model_config = {"extra": "forbid"}
+
+    max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents at most")
+
+
+# the flat names of earlier releases, still read: (old key) -> (searcher, option)
+_FLAT_SEARCHER_KEYS = {
+    "sparse_max_depth": ("sparse", "max_depth"),
+    "sparse_max_refinements": ("sparse", "max_refinements"),
+    "sparse_original_first": ("sparse", "original_first"),
+    "dense_max_rewrites": ("dense", "max_rewrites"),
+}
+
+
+class SearcherSettings(BaseModel):
+    """The low-level searchers: one table of options per searcher name, ``[searchers.sparse]``,
+    ``[searchers.dense]`` and ``[searchers.<name>]`` for any registered plugin (handed to its
+    factory as it is, ``SearcherContext.options_for(name)``), plus the stop rule the built-ins
+    share (see searchers/verification.py). The web searcher's providers and keys are ``[web]``.
+    """
+
+    model_config = {"extra": "allow"}  # a plugin's table; checked to be a table below
+
     verify_rule: VerifyRuleName = Field("coverage", description="when a retrieval suffices")
     verify_min_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    sparse: SparseSearcherSettings = Field(default_factory=SparseSearcherSettings)
+    dense: DenseSearcherSettings = Field(default_factory=DenseSearcherSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        """``sparse_max_depth`` (and ``HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH``) of earlier
+        releases mean ``[searchers.sparse] max_depth``; a value set both ways keeps the table's."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for flat, (name, option) in _FLAT_SEARCHER_KEYS.items():
+            if flat in data:
+                value = data.pop(flat)
+                table = data.get(name)
+                table = dict(table) if isinstance(table, dict) else {}
+                table.setdefault(option, value)
+                data[name] = table
+        return data
+
+    @model_validator(mode="after")
+    def _plugin_tables(self) -> SearcherSettings:
+        for name, value in (self.model_extra or {}).items():
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"searchers.{name} must be a table of options for the searcher named "
+                    f"{name!r} ([searchers.{name}] in TOML, HOPTREE_SEARCHERS__{name.upper()}__"
+                    "<OPTION> in the environment), not a single value"
+                )
+        return self
+
+    def tables(self) -> dict[str, dict[str, Any]]:
+        """Every searcher's own options by name, the built-ins' and the plugins'."""
+        return {
+            "sparse": self.sparse.model_dump(),
+            "dense": self.dense.model_dump(),
+            **{name: dict(value) for name, value in (self.model_extra or {}).items()},
+        }
 
 
 class PlannerSettings(BaseModel):

@@ -133,8 +133,12 @@ def eval_settings(settings: Settings) -> Settings:
     """No sparse feedback levels and one HyDE passage: the scripted model has no replies for
     the feedback prompts, and the tests are about the runner, not the refinement loops. The
     sparse searcher rewrites first (LevelRAG's order), so every pipeline's calls are fixed."""
-    searchers = settings.searchers.model_copy(
-        update={"sparse_max_depth": 0, "dense_max_rewrites": 1, "sparse_original_first": False}
+    cfg = settings.searchers
+    searchers = cfg.model_copy(
+        update={
+            "sparse": cfg.sparse.model_copy(update={"max_depth": 0, "original_first": False}),
+            "dense": cfg.dense.model_copy(update={"max_rewrites": 1}),
+        }
     )
     return settings.model_copy(update={"searchers": searchers})
 

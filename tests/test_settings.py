@@ -146,3 +146,52 @@ def test_run_slots_follow_the_chat_endpoint(monkeypatch) -> None:
         llm={"base_url": "http://127.0.0.1:8000/v1"}, server={"max_concurrency": 3}
     )
     assert pinned.run_slots() == 3
+
+
+def test_each_searcher_has_its_own_table_and_a_plugin_gets_its_table_as_written(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from agent.searching import searcher_options
+    from searchers.registry import SearcherContext, SearcherRegistry, SearcherSpec
+    from searchers.searcher import SearchResult
+
+    toml = tmp_path / "hoptree.toml"
+    toml.write_text(
+        "[searchers.sparse]\nmax_refinements = 5\n"
+        '[searchers.wiki_titles]\nboost = 2.5\nfields = ["title"]\n'
+    )
+    monkeypatch.setenv("HOPTREE_SEARCHERS__DENSE__MAX_REWRITES", "2")
+    monkeypatch.setenv("HOPTREE_SEARCHERS__WIKI_TITLES__LANGUAGE", "en")
+    loaded = load_settings(toml)
+    options = searcher_options(loaded)
+    assert options["sparse"]["max_refinements"] == 5 and options["sparse"]["max_depth"] == 3
+    assert options["dense"]["max_rewrites"] == 2
+    assert options["wiki_titles"] == {"boost": 2.5, "fields": ["title"], "language": "en"}
+
+    seen: list[dict] = []
+
+    class Titles:
+        name, description = "wiki_titles", "a plugin"
+
+        async def search(self, query: str, *, k: int = 10) -> SearchResult:
+            return SearchResult.failed(self.name, query, "unused", 0.0)
+
+    def factory(context: SearcherContext) -> Titles:
+        seen.append(dict(context.options_for("wiki_titles")))
+        return Titles()
+
+    registry = SearcherRegistry([SearcherSpec("wiki_titles", "a plugin", factory)])
+    registry.create("wiki_titles", SearcherContext(chat=None, options=options))  # type: ignore[arg-type]
+    assert seen == [{"boost": 2.5, "fields": ["title"], "language": "en"}]
+
+
+def test_a_searcher_table_that_is_not_a_table_is_refused(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOPTREE_SEARCHERS__WIKI_TITLES", "on")
+    with pytest.raises(SettingsError, match=r"searchers\.wiki_titles must be a table"):
+        load_settings()
+    monkeypatch.delenv("HOPTREE_SEARCHERS__WIKI_TITLES")
+    monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE__MAX_DEPHT", "1")  # a typo in a built-in's
+    with pytest.raises(SettingsError, match=r"max_depht"):
+        load_settings()
