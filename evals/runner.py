@@ -43,6 +43,7 @@ from rich.progress import (
 )
 
 from agent.usage import StepUsage
+from evals.aggregate import aggregate
 from evals.corpora import (
     Corpus,
     CorpusSetupError,
@@ -68,7 +69,6 @@ from evals.report import (
     DETAILS_FILE,
     METRICS_FILE,
     ReportError,
-    aggregate,
     parse_details,
     write_report,
 )

@@ -139,7 +139,8 @@ def test_mean_defined() -> None:
 
 def test_cost_is_reported_as_mean_and_median() -> None:
     """One question that loops to the budget moves the mean, not the median."""
-    from evals.report import aggregate, report_markdown
+    from evals.aggregate import aggregate
+    from evals.report import report_markdown
 
     rows = [
         {
@@ -162,7 +163,8 @@ def test_cost_is_reported_as_mean_and_median() -> None:
 
 def test_a_pipeline_without_retrieval_reports_no_retrieval_scores() -> None:
     """`no-retrieval` has no context: its report says so rather than "n/a over 0 questions"."""
-    from evals.report import aggregate, report_markdown
+    from evals.aggregate import aggregate
+    from evals.report import report_markdown
 
     blind = {"em": 0.0, "f1": 0.5, "acc": 0.0, "retrieval_success": None, "gold_recall": None}
     report = report_markdown(aggregate([blind, blind]), plot_name=None)
@@ -177,7 +179,8 @@ def test_a_pipeline_without_retrieval_reports_no_retrieval_scores() -> None:
 def test_cache_hits_are_reported_over_the_rows_that_recorded_them() -> None:
     """A run that reuses another's calls spends few tokens; the report says what it would spend
     alone, and rows from before the field existed count as unknown, not as no hits."""
-    from evals.report import aggregate, report_markdown
+    from evals.aggregate import aggregate
+    from evals.report import report_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "seconds": 1.0}
     rows = [
@@ -202,7 +205,8 @@ def test_a_comparison_shows_the_cache_share_and_whom_it_flatters() -> None:
     questions; the old one says n/a rather than zero; the one that took hits is named."""
     from pathlib import Path
 
-    from evals.report import aggregate, comparison_markdown
+    from evals.aggregate import aggregate
+    from evals.report import comparison_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "seconds": 1.0}
     hit = {**base, "prompt_tokens": 1000, "llm_cache_hits": 5, "cache_hit_prompt_tokens": 500}
@@ -225,7 +229,8 @@ def test_a_comparison_shows_the_cache_share_and_whom_it_flatters() -> None:
 def test_planner_rounds_and_stops_are_summed_over_the_rows_that_record_them() -> None:
     """Rows from before the planner record existed are left out, and the report says over how
     many questions the means are."""
-    from evals.report import aggregate, report_markdown
+    from evals.aggregate import aggregate
+    from evals.report import report_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "prompt_tokens": 1, "seconds": 1}
     first = [{"query": "a", "origin": "decompose", "round": 1, "answered": True}]
@@ -251,7 +256,8 @@ def test_planner_rounds_and_stops_are_summed_over_the_rows_that_record_them() ->
 def test_rows_say_which_code_made_them_and_a_comparison_says_when_it_differs() -> None:
     from pathlib import Path
 
-    from evals.report import aggregate, comparison_markdown, report_markdown
+    from evals.aggregate import aggregate
+    from evals.report import comparison_markdown, report_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 1, "prompt_tokens": 1, "seconds": 1}
     old = aggregate([{**base, "code": "fd30e3b"}, {**base, "code": "fd30e3b"}])
