@@ -4,6 +4,9 @@
 // a ReadableStream reader (EventSource cannot POST or send an Authorization header). Every event
 // grows the plan tree; the final "result" event fills the cited answer. All text from the server
 // (questions, LLM output, passages) goes into the DOM through textContent, never as HTML.
+//
+// Why one file of this length: with no build step there are no modules to import, and a page
+// that must load offline from the server's own routes is simplest as one script.
 "use strict";
 
 (() => {
