@@ -46,12 +46,22 @@ def clean_queries(raw: list[str], asked: set[str], limit: int) -> list[tuple[str
     return kept
 
 
+# asks for a place: "Where was ...", "What is the place of birth of ...", not "the city where"
+_WHERE = re.compile(r"^\W*where\b|\bplace of\b|\bbirthplace\b", re.IGNORECASE)
+_WHEN = re.compile(r"\b(when|what year|which year|what date)\b", re.IGNORECASE)
+_TIME_WORD = re.compile(r"\b(date|year)\b", re.IGNORECASE)
+
+
 def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str]]:
     """The planned queries that are about the question: each shares a content word with it,
     or builds on such a query through ``#n``. The local model sometimes copies the prompt's
     pattern ("director of X") instead of the question's names; searching that wastes a round
-    and, worse, its answer would be filled into the queries that build on it."""
+    and, worse, its answer would be filled into the queries that build on it. It also copies
+    the pattern's relation: measured on 2Wiki (v3, questions 51-100), "Where was the director
+    of film X born?" was planned as "birth date of #1" again and again, so a hop that asks for a
+    date or year in a question that asks where asks for the place instead."""
     words = set(query_key(question).split())
+    asks_where = bool(_WHERE.search(question)) and not _WHEN.search(question)
     offered = choices(question)
     prefixes = {w[:5] for w in words}  # "founder" passes for a question that says "founded"
     kept: list[tuple[str, str]] = []
@@ -63,6 +73,10 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
         refs = {int(n) for n in REF.findall(query)}
         if refs and not refs <= set(numbers):
             continue  # builds on a query that was dropped
+        if refs and asks_where and _TIME_WORD.search(query):
+            # the prompt's "birth year of #1", copied into "Where was ... born?"
+            query = _TIME_WORD.sub("place", query)
+            key = query_key(query)
         if not refs and not words & set(key.split()):
             continue
         if any(w in key.split() and w[:5] not in prefixes for w in PATTERN_WORDS):

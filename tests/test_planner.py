@@ -623,6 +623,31 @@ def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() 
     assert [q for q, _ in kept] == ["city of the Eiffel Tower", "river of #1"]
 
 
+def test_a_hop_that_asks_when_for_a_question_that_asks_where_asks_for_the_place() -> None:
+    """The prompt's "birth year of #1", copied into questions about a place (2Wiki, v3)."""
+    from agent.planner_queries import on_topic
+    from agent.planner_state import query_key
+
+    def plan(*queries: str) -> list[str]:
+        pairs = [(q, query_key(q)) for q in queries]
+        return [q for q, _ in on_topic(pairs, question)]
+
+    question = "Where was the director of film Harbour Lights born?"
+    assert plan("director of film Harbour Lights", "birth date of #1") == [
+        "director of film Harbour Lights",
+        "birth place of #1",
+    ]
+    question = "What is the place of death of the director of film Harbour Lights?"
+    assert plan("director of film Harbour Lights", "death year of #1")[1] == "death place of #1"
+    # a question that asks when, or says "where" in a clause, keeps its dates
+    question = "When was the director of film Harbour Lights born?"
+    assert plan("director of film Harbour Lights", "birth date of #1")[1] == "birth date of #1"
+    question = "In what year was the club founded in the town where Harbour Lights was shot?"
+    assert plan("town where Harbour Lights was shot", "founding year of club in #1")[1] == (
+        "founding year of club in #1"
+    )
+
+
 async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> None:
     chat = RoutedChatModel(
         routes={
