@@ -19,10 +19,8 @@ from agent.settings import ServerSettings
 
 
 @contextmanager
-def live_server(agent: AgentLike, **server_settings: Any) -> Iterator[str]:
-    """Yields the base URL (``http://127.0.0.1:PORT``) of a running server for ``agent``."""
-    settings = ServerSettings(host="127.0.0.1", port=0, **server_settings)
-    app = create_app(agent, settings)
+def serving(app: Any, settings: ServerSettings, what: str = "test server") -> Iterator[str]:
+    """Serve any ASGI ``app`` under uvicorn in its own thread; yields its base URL."""
     ready = threading.Event()
     urls: list[str] = []
 
@@ -36,7 +34,7 @@ def live_server(agent: AgentLike, **server_settings: Any) -> Iterator[str]:
     if not ready.wait(15):
         server.should_exit = True
         thread.join(5)
-        raise RuntimeError("the test server did not start within 15 s")
+        raise RuntimeError(f"the {what} did not start within 15 s")
     try:
         yield urls[0]
     finally:
@@ -45,3 +43,11 @@ def live_server(agent: AgentLike, **server_settings: Any) -> Iterator[str]:
         if thread.is_alive():
             server.force_exit = True
             thread.join(5)
+
+
+@contextmanager
+def live_server(agent: AgentLike, **server_settings: Any) -> Iterator[str]:
+    """Yields the base URL (``http://127.0.0.1:PORT``) of a running server for ``agent``."""
+    settings = ServerSettings(host="127.0.0.1", port=0, **server_settings)
+    with serving(create_app(agent, settings), settings) as url:
+        yield url

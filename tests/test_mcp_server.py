@@ -24,7 +24,6 @@ from mcp.server.mcpserver import MCPServer
 
 from agent.cli_mcp import MCP_PATH, mcp_http_app
 from agent.hoptree_agent import HoptreeAgent
-from agent.http_server import make_server
 from agent.indexing import build, open_retriever
 from agent.mcp_backend import McpBackend
 from agent.mcp_server import MAX_SEARCH_K, build_mcp_server
@@ -32,6 +31,7 @@ from agent.settings import BudgetSettings, PlannerSettings, ServerSettings, Sett
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, SearcherSpec
 from searchers.searcher import Searcher, SearchResult
+from tests.live_server import serving
 from tests.test_planner import DATA, KeywordSearcher, two_hop_chat
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
@@ -255,30 +255,8 @@ def live_mcp(backend: McpBackend, **server_settings: Any) -> Iterator[str]:
     """The streamable-HTTP app under uvicorn on 127.0.0.1 (a free port) in its own thread;
     yields the MCP endpoint URL. Start and stop are bounded."""
     settings = ServerSettings(host="127.0.0.1", port=0, **server_settings)
-    ready = threading.Event()
-    urls: list[str] = []
-
-    def on_ready(url: str) -> None:
-        urls.append(url)
-        ready.set()
-
-    server = make_server(
-        mcp_http_app(backend, settings), settings, on_ready=on_ready, log_level="warning"
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    if not ready.wait(15):
-        server.should_exit = True
-        thread.join(5)
-        raise RuntimeError("the MCP test server did not start within 15 s")
-    try:
-        yield urls[0] + MCP_PATH
-    finally:
-        server.should_exit = True
-        thread.join(20)
-        if thread.is_alive():
-            server.force_exit = True
-            thread.join(5)
+    with serving(mcp_http_app(backend, settings), settings, "MCP test server") as url:
+        yield url + MCP_PATH
 
 
 def with_key(url: str, key: str = KEY) -> Any:
