@@ -159,8 +159,7 @@ class Proc:
             text = Path(f"/proc/{self.proc.pid}/stat").read_text()
         except OSError:
             return -1.0
-        fields = text[text.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return stat_ticks(text) / os.sysconf("SC_CLK_TCK")
 
     def rss_kib(self) -> int:
         """Resident set size (VmRSS), in KiB; -1 once the process is gone."""
@@ -269,6 +268,13 @@ def build_index(data_dir: Path) -> tuple[Path, float]:
 # --------------------------------------------------------------------------- machine load
 
 
+def stat_ticks(stat: str) -> int:
+    """User + system clock ticks from the text of ``/proc/<pid>/stat`` (fields 14 and 15,
+    counted after the parenthesised command name, which may itself hold spaces)."""
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def _cpu_ticks() -> dict[int, tuple[str, int]]:
     """(command name, user+system clock ticks) of every process, from /proc."""
     ticks = {}
@@ -281,8 +287,7 @@ def _cpu_ticks() -> dict[int, tuple[str, int]]:
         with contextlib.suppress(OSError):  # the command line says more than "python"
             argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
             name = " ".join(a.decode(errors="replace").rsplit("/", 1)[-1] for a in argv[:5])
-        fields = text[text.rindex(")") + 2 :].split()
-        ticks[int(stat.parent.name)] = (name, int(fields[11]) + int(fields[12]))
+        ticks[int(stat.parent.name)] = (name, stat_ticks(text))
     return ticks
 
 
