@@ -12,13 +12,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
 from agent.chat_models import build_chat_model
-from agent.embeddings import SentenceTransformerEmbeddings
+from agent.embeddings import make_embeddings
 from agent.gguf_assembly import ProgressFn
 from agent.settings import Settings
+from searchers.index_build import embedding_dimension
 
 SPEED_PROMPT = "Count from 1 to 60, separated by spaces, and nothing else."
 SPEED_MAX_TOKENS = 96
@@ -67,22 +69,23 @@ def check_llm(settings: Settings, progress: ProgressFn | None = None) -> dict[st
 
 
 def check_embeddings(settings: Settings) -> dict[str, Any]:
-    report: dict[str, Any] = {"ok": False, "model": settings.embeddings.model}
+    report: dict[str, Any] = {
+        "ok": False,
+        "model": settings.embeddings.model,
+        "backend": settings.embeddings.backend,
+    }
     try:
         t0 = time.monotonic()
-        emb = SentenceTransformerEmbeddings(
-            settings.embeddings.model,
-            batch_size=settings.embeddings.batch_size,
-            device=settings.embeddings.device,
-        )
-        report["dim"] = emb.dimension
+        emb = make_embeddings(settings.embeddings, settings.models_dir)
+        emb.embed_query("load probe")  # the first call loads (and, once, exports) the model
+        report["dim"] = embedding_dimension(emb)
         report["load_seconds"] = round(time.monotonic() - t0, 2)
         sentences = [
             f"Sentence number {i} mentions a city, a river and the year {1800 + i}."
             for i in range(EMBED_SENTENCES)
         ]
         t0 = time.monotonic()
-        vectors = emb.embed_array(sentences)
+        vectors = np.asarray(emb.embed_documents(sentences), dtype=np.float32)
         seconds = time.monotonic() - t0
         report["sentences_per_second"] = round(len(sentences) / seconds, 1)
         report["ok"] = vectors.shape == (EMBED_SENTENCES, report["dim"])

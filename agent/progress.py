@@ -15,10 +15,13 @@ from rich.progress import (
     DownloadColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
+from rich.text import Text
 
 from agent.gguf_assembly import ProgressFn
 
@@ -60,6 +63,20 @@ def byte_progress(description: str) -> Iterator[ProgressFn]:
 StageFn = Callable[[str, int, int], None]  # (stage label, done, total)
 
 
+class RateColumn(ProgressColumn):
+    """Items per second (per minute when slower than one a second), blank until known."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if not speed:
+            return Text("")
+        return Text(_rate(speed), style="progress.data.speed")
+
+
+def _rate(per_second: float) -> str:
+    return f"{per_second:.0f}/s" if per_second >= 1 else f"{60 * per_second:.1f}/min"
+
+
 @contextmanager
 def stage_progress(enabled: bool | None = None, every_s: float = 10.0) -> Iterator[StageFn]:
     """An update(label, done, total) for work in named stages: a rich bar per stage on a
@@ -74,6 +91,7 @@ def stage_progress(enabled: bool | None = None, every_s: float = 10.0) -> Iterat
         TextColumn("{task.description:<16}"),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeRemainingColumn(),
         console=console,
         transient=False,
@@ -137,7 +155,7 @@ class ProgressLines:
         if done <= start_done or elapsed <= 0:
             return ""
         rate = (done - start_done) / elapsed
-        pace = f", {_duration(elapsed)} so far, {60 * rate:.1f}/min"
+        pace = f", {_duration(elapsed)} so far, {_rate(rate)}"
         if done < total:
             pace += f", about {_duration((total - done) / rate)} left"
         return pace

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from langchain_core.embeddings import Embeddings
+
 from agent.chat_models import ChatModelHandle, build_chat_model
-from agent.embeddings import SentenceTransformerEmbeddings
+from agent.embeddings import make_embeddings
 from agent.gguf_assembly import ProgressFn
 from agent.llm_cache import SQLiteLLMCache
 from agent.settings import Settings
@@ -41,11 +43,8 @@ class Runtime:
         return self._chat
 
     @cached_property
-    def embeddings(self) -> SentenceTransformerEmbeddings:
-        cfg = self.settings.embeddings
-        return SentenceTransformerEmbeddings(
-            cfg.model, batch_size=cfg.batch_size, device=cfg.device
-        )
+    def embeddings(self) -> Embeddings:
+        return make_embeddings(self.settings.embeddings, self.settings.models_dir)
 
     def close(self) -> None:
         if self._chat is not None:

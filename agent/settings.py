@@ -93,8 +93,18 @@ class EmbeddingSettings(BaseModel):
         "all-MiniLM-L6-v2",
         description="a bundled model name or a local sentence-transformers folder",
     )
-    batch_size: int = Field(64, ge=1, le=4096)
-    device: str = "cpu"
+    backend: Literal["onnx-int8", "onnx", "torch"] = Field(
+        "onnx-int8",
+        description="onnx-int8: ONNX Runtime with int8 weights (fastest; exported once from the "
+        "bundled weights into <data_dir>/models/onnx); onnx: the same graph in fp32 (vectors "
+        "equal to torch's); torch: sentence-transformers on PyTorch",
+    )
+    batch_size: int = Field(64, ge=1, le=4096, description="texts per forward pass")
+    threads: int = Field(0, ge=0, le=256, description="onnx backends: 0 = one per core")
+    export_dir: Path | None = Field(
+        None, description="where ONNX exports live; None = <data_dir>/models/onnx"
+    )
+    device: str = Field("cpu", description="torch backend only")
 
 
 class BudgetSettings(BaseModel):

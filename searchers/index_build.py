@@ -159,6 +159,17 @@ def embedding_dimension(embeddings: Embeddings) -> int:
     return len(embeddings.embed_query("dimension probe"))
 
 
+def _backends_entry(old: dict[str, Any] | None, embeddings: Embeddings) -> dict[str, Any]:
+    """``{"backends": [...]}``: every embedding backend whose vectors are in the index (an
+    append may use another backend than the first build; they are interchangeable within the
+    tolerance measured in benchmarks/results/embeddings.md, but the index says so)."""
+    backends = set((old or {}).get("embedding", {}).get("backends", []))
+    backend = getattr(embeddings, "backend", None)
+    if isinstance(backend, str):
+        backends.add(backend)
+    return {"backends": sorted(backends)} if backends else {}
+
+
 def build_index(
     path: Path,
     sources: Sequence[SourceSpec],
@@ -230,6 +241,7 @@ def build_index(
             "embedding": {
                 "model": embedding_model,
                 "dimension": components["dense"]["dimension"],
+                **_backends_entry(old if base is not None else None, embeddings),
             },
             "passages": len(store),
             "chunking": {"max_tokens": max_tokens},

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, MutableMapping
@@ -40,6 +41,8 @@ from searchers.hybrid import DEFAULT_RRF_K, HybridRetriever
 from searchers.passages import Passage
 from searchers.retrieval import RetrievalError, Retriever
 from searchers.sparse_tantivy import TantivySparseIndex
+
+log = logging.getLogger(__name__)
 
 FORMAT_NAME = "hoptree-index"
 FORMAT_VERSION = 1
@@ -269,7 +272,22 @@ class IndexDir:
         """The FAISS retriever; ``model`` is the configured embedding model's name, checked
         against the one the vectors were made with before any query is embedded."""
         self.check_embedding_model(model)
+        self._note_backend(embeddings)
         return FaissDenseIndex.load(self.data_path / DENSE_DIR, embeddings, self.passages())
+
+    def _note_backend(self, embeddings: Embeddings) -> None:
+        """Another backend of the same model is allowed (the vectors agree within the measured
+        tolerance), but said once in the log, since scores then differ in the third digit."""
+        built = (self.manifest.get("embedding") or {}).get("backends") or ["torch"]
+        backend = getattr(embeddings, "backend", None)
+        if isinstance(backend, str) and backend not in built:
+            log.info(
+                "index %s holds %s vectors; queries are embedded with %s (same model: "
+                "interchangeable within the tolerance in benchmarks/results/embeddings.md)",
+                self.path,
+                "+".join(built),
+                backend,
+            )
 
     def retriever(
         self,

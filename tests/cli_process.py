@@ -4,10 +4,11 @@ are dropped so a developer's own configuration cannot leak into a test."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.child_env import child_environment
 
 HOPTREE = [sys.executable, "-m", "agent.cli"]
 
@@ -15,7 +16,7 @@ HOPTREE = [sys.executable, "-m", "agent.cli"]
 def run_hoptree(
     args: list[str], env: dict[str, str], cwd: Path, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    clean = child_environment()
     return subprocess.run(
         [*HOPTREE, *args],
         env={**clean, **env},

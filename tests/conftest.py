@@ -3,31 +3,41 @@ once per session; every test gets its own data directory so caches never leak be
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent.settings import Settings, load_settings
+from tests.child_env import ONNX_EXPORT_DIR
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+# Every test has its own data dir, but the ONNX export of the embedding model (half a minute)
+# is made once per machine, in the user's normal data dir, as the local model's GGUF is. Set in
+# the environment so CLI subprocesses of the tests find it too.
+os.environ.setdefault("HOPTREE_EMBEDDINGS__EXPORT_DIR", ONNX_EXPORT_DIR)
 
 
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Defaults with a private data dir; no hoptree.toml or HOPTREE_* from the developer's shell."""
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("HOPTREE_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("HOPTREE_EMBEDDINGS__EXPORT_DIR", ONNX_EXPORT_DIR)
     monkeypatch.chdir(tmp_path)
     return load_settings(data_dir=tmp_path / "data")
 
 
 @pytest.fixture(scope="session")
 def embeddings():
-    from agent.embeddings import SentenceTransformerEmbeddings
+    """The default backend, as users get it (the torch path has its own tests)."""
+    from agent.embeddings import make_embeddings
+    from agent.settings import EmbeddingSettings
 
-    return SentenceTransformerEmbeddings()
+    return make_embeddings(EmbeddingSettings(), Path(ONNX_EXPORT_DIR).parent)
 
 
 @pytest.fixture(scope="session")

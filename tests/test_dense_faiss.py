@@ -50,11 +50,13 @@ def test_retrieves_by_meaning_with_cosine_scores(embeddings, fixture_passages) -
     assert hits[0].id == "seine"
     assert all(h.retriever == "dense" for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    # the score is the cosine of the query and the embedded title+text
+    # the score is the cosine of the query and the embedded title+text; the passage was
+    # embedded in a batch, and int8 inference scales activations per batch, so embedding it
+    # alone gives a vector a few thousandths away
     q = np.asarray(embeddings.embed_query("Which river runs through the French capital?"))
     d = np.asarray(embeddings.embed_query(passage_embedding_text(fixture_passages[0])))
     cosine = float(q @ d / np.linalg.norm(q) / np.linalg.norm(d))
-    assert hits[0].score == pytest.approx(cosine, abs=1e-4)
+    assert hits[0].score == pytest.approx(cosine, abs=5e-3)
     tolkien = index.retrieve("author of The Lord of the Rings", k=1)
     assert tolkien[0].id == "tolkien"
 

@@ -6,7 +6,6 @@ tests are about the server (shapes, limits, auth, cancellation), not the planner
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from agent.http_server import ServeRefused, check_bind_allowed, is_loopback_host
 from agent.results import TraceEvent
 from agent.settings import ServerSettings
 from agent.trace_lines import progress_line
+from tests.child_env import child_environment
 from tests.fake_agent import ANSWER, QUESTION, ScriptedAgent, ScriptedRunAgent, scripted_events
 from tests.live_server import live_server
 
@@ -784,7 +784,7 @@ app(sys.argv[1:])
 
 
 def _serve_cli(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    env = child_environment()
     env["HOPTREE_DATA_DIR"] = str(tmp_path / "data")
     return subprocess.Popen(
         [sys.executable, "-c", SERVE_SCRIPT, "serve", *args],

@@ -8,7 +8,6 @@ model is an OpenAI-compatible endpoint on 127.0.0.1 that answers from a routed s
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 from mcp import Client, StdioServerParameters
 
+from tests.child_env import child_environment
 from tests.routed_endpoint import routed_endpoint
 from tests.test_mcp_server import (  # noqa: F401 (index_dir is a fixture)
     QUESTION,
@@ -58,7 +58,7 @@ def endpoint() -> Iterator[str]:
 
 
 def child_env(endpoint: str, data_dir: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HOPTREE_")}
+    clean = child_environment()
     return {
         **clean,
         "HOPTREE_DATA_DIR": str(data_dir),

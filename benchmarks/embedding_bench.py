@@ -1,0 +1,296 @@
+"""Embedding backends compared on the same texts: throughput, query latency, recall.
+
+Run on an idle machine (the numbers are the point):
+    .venv/bin/python benchmarks/embedding_bench.py                   (~40 min: 100k synthetic)
+    .venv/bin/python benchmarks/embedding_bench.py --synthetic 10000 (~15 min)
+Results go to benchmarks/results/embeddings.{md,json,png}.
+
+What is measured, per backend (torch = sentence-transformers on PyTorch, the old default;
+onnx = our ONNX export in fp32; onnx-int8 = the same graph with int8 weights, the new default):
+- passages/s embedding the HotpotQA ``_a`` open corpus (its 2,966 paragraphs as the index embeds
+  them: title + text), through the ``Embeddings`` object the index build uses, after a warm-up;
+- passages/s on the first N synthetic passages of ``retrieval_bench`` (the same pseudo-text
+  corpus whose 100k took 4,298 s with torch in benchmarks/results/retrieval.md); torch runs on
+  the first ``--torch-synthetic`` of them only (an hour for 100k), the same texts as the start
+  of the others' run;
+- for onnx-int8: batch sizes, and length buckets against batches in corpus order;
+- query embedding latency (p50/p95 of single queries, 10 warm-ups);
+- dense and hybrid gold recall@5/@10 on HotpotQA ``_a`` and 2Wiki, each index built by
+  ``build_index`` with that backend (its build time is recorded too), plus the cross case: an
+  index built with torch searched with onnx-int8 query vectors (what a user whose index predates
+  the new default gets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.retrieval_bench import (  # noqa: E402
+    SHARED,
+    _latency,
+    gold_titles,
+    synthetic_passages,
+    synthetic_queries,
+)
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+MODEL = "all-MiniLM-L6-v2"
+RECALL_SETS = (
+    ("HotpotQA dev_hard_300_a", "hotpotqa/dev_hard_300_a.jsonl"),
+    ("2Wiki dev_first100", "2wikimultihopqa/dev_first100_flashrag.jsonl"),
+)
+RECALL_KS = (5, 10)
+BATCH_SIZES = (16, 32, 64, 128)
+
+
+def make(backend: str, batch_size: int = 64) -> Any:
+    from agent.embeddings import make_embeddings
+    from agent.settings import EmbeddingSettings, load_settings
+
+    settings = load_settings()
+    cfg = EmbeddingSettings(model=MODEL, backend=backend, batch_size=batch_size)
+    return make_embeddings(cfg, settings.models_dir)
+
+
+def corpus_texts(rel: str) -> list[str]:
+    """The open corpus of a question file as the index embeds it (title + text)."""
+    from searchers.corpus import read_passages, resolve_format
+    from searchers.dense_faiss import passage_embedding_text
+
+    source = SHARED / rel
+    fmt = resolve_format(source, "auto")
+    return [passage_embedding_text(p) for p in read_passages(source, fmt)]
+
+
+def throughput(embed: Callable[[list[str]], Any], texts: list[str], chunk: int = 256) -> float:
+    """Passages per second, fed in the index build's chunks of 256 (after a small warm-up)."""
+    embed(texts[:32])
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), chunk):
+        embed(texts[start : start + chunk])
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def section_throughput(log: Callable[[str], None], synthetic: int, torch_n: int) -> dict:
+    from searchers.dense_faiss import passage_embedding_text
+
+    hotpot = corpus_texts(RECALL_SETS[0][1])
+    syn = [passage_embedding_text(p) for p in synthetic_passages(synthetic)]
+    out: dict[str, Any] = {"hotpot_passages": len(hotpot), "synthetic": {}, "hotpot": {}}
+    for backend in BACKENDS:
+        emb = make(backend)
+        emb.embed_array(["load and, once, export"])
+        rate = throughput(emb.embed_array, hotpot)
+        out["hotpot"][backend] = round(rate, 1)
+        log(f"hotpot {backend}: {rate:.1f} passages/s")
+        n = min(torch_n, synthetic) if backend == "torch" else synthetic
+        rate = throughput(emb.embed_array, syn[:n])
+        out["synthetic"][backend] = {"passages": n, "per_s": round(rate, 1)}
+        log(f"synthetic {n} {backend}: {rate:.1f} passages/s")
+        if backend != "torch" and n > torch_n:  # the torch run's texts, for a like-for-like rate
+            rate = throughput(emb.embed_array, syn[:torch_n])
+            out["synthetic"][backend]["first_n_per_s"] = round(rate, 1)
+    out["synthetic_first_n"] = min(torch_n, synthetic)
+    # batch size and length buckets, for the default backend
+    sweep = {}
+    for size in BATCH_SIZES:
+        emb = make("onnx-int8", batch_size=size)
+        sweep[size] = round(throughput(emb.embed_array, hotpot), 1)
+        log(f"onnx-int8 batch {size}: {sweep[size]} passages/s")
+    out["batch_sweep"] = sweep
+    emb = make("onnx-int8", batch_size=32)
+
+    def corpus_order(texts: list[str]) -> Any:  # one call per batch: no reordering across it
+        return [emb.embed_array(texts[i : i + 32]) for i in range(0, len(texts), 32)]
+
+    out["unbucketed_per_s"] = round(throughput(corpus_order, hotpot), 1)
+    log(f"onnx-int8 batch 32 in corpus order: {out['unbucketed_per_s']} passages/s")
+    return out
+
+
+def section_queries(log: Callable[[str], None], n_queries: int) -> dict:
+    queries = synthetic_queries(synthetic_passages(5000), n_queries)
+    out = {}
+    for backend in BACKENDS:
+        emb = make(backend)
+        out[backend] = _latency(emb.embed_query, queries)
+        log(f"query {backend}: p50 {out[backend]['p50_ms']} ms")
+    return out
+
+
+def section_recall(log: Callable[[str], None], workdir: Path) -> dict:
+    from searchers.index_build import SourceSpec, build_index
+    from searchers.index_dir import IndexDir
+
+    out: dict[str, Any] = {}
+    for label, rel in RECALL_SETS:
+        source = SHARED / rel
+        rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+        rows = [r for r in rows if r]
+        per: dict[str, Any] = {}
+        for backend in BACKENDS:
+            emb = make(backend)
+            emb.embed_array(["load"])
+            path = workdir / f"{source.stem}-{backend}"
+            t0 = time.perf_counter()
+            report = build_index(path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL)
+            built = time.perf_counter() - t0
+            per[backend] = {"build_s": round(built, 1), "passages": report.total}
+            per[backend].update(_recall(IndexDir.open(path), emb, rows))
+            log(f"{label} {backend}: built in {built:.1f}s, {per[backend]}")
+        cross = _recall(IndexDir.open(workdir / f"{source.stem}-torch"), make("onnx-int8"), rows)
+        per["torch index, onnx-int8 queries"] = cross
+        log(f"{label} cross: {cross}")
+        out[label] = per
+    return out
+
+
+def _recall(index: Any, emb: Any, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for kind in ("dense", "hybrid"):
+        retriever = index.retriever(kind, embeddings=emb, model=MODEL)
+        recall: dict[int, list[float]] = {k: [] for k in RECALL_KS}
+        for row in rows:
+            gold = gold_titles(row)
+            hits = retriever.retrieve(row["question"], max(RECALL_KS))
+            for k in RECALL_KS:
+                recall[k].append(len({h.title for h in hits[:k]} & gold) / len(gold))
+        result[kind] = {f"R@{k}": round(100 * float(np.mean(v)), 1) for k, v in recall.items()}
+    return result
+
+
+def render(results: dict[str, Any]) -> str:
+    t, q = results.get("throughput"), results.get("queries")
+    lines = [
+        "# Embedding backends on the same texts",
+        "",
+        f"Run {results['finished_at']} on {results['machine']} "
+        f"(load average at start {results['loadavg_start']}). "
+        "Command: `.venv/bin/python benchmarks/embedding_bench.py "
+        f"{' '.join(results['argv'])}`.",
+        "",
+        "torch = sentence-transformers on PyTorch (the old default); onnx = hoptree's ONNX "
+        "export, fp32; onnx-int8 = the same graph with per-channel int8 weights (the default).",
+        "",
+    ]
+    if t:
+        torch_rate = t["hotpot"]["torch"]
+        n = t["synthetic_first_n"]
+        lines += [
+            "## Throughput (passages/s, higher is better)",
+            "",
+            f"| backend | HotpotQA `_a` corpus ({t['hotpot_passages']:,}) | × torch | "
+            f"synthetic, first {n:,} | synthetic, all |",
+            "|---|---|---|---|---|",
+        ]
+        for b in BACKENDS:
+            s = t["synthetic"][b]
+            first = s.get("first_n_per_s", s["per_s"] if s["passages"] == n else "")
+            whole = f"{s['per_s']} ({s['passages']:,})" if s["passages"] != n else ""
+            lines.append(
+                f"| {b} | {t['hotpot'][b]} | {t['hotpot'][b] / torch_rate:.2f} | {first} | "
+                f"{whole} |"
+            )
+        sweep = ", ".join(f"{k}: {v}" for k, v in t["batch_sweep"].items())
+        lines += [
+            "",
+            f"onnx-int8 by batch size (HotpotQA corpus, length-bucketed): {sweep}. "
+            f"Batch 32 in corpus order (no length buckets): {t['unbucketed_per_s']}.",
+            "",
+        ]
+    if q:
+        lines += ["## Query embedding latency (single queries)", ""]
+        lines += ["| backend | p50 ms | p95 ms |", "|---|---|---|"]
+        lines += [f"| {b} | {q[b]['p50_ms']} | {q[b]['p95_ms']} |" for b in BACKENDS]
+        lines.append("")
+    for label, per in (results.get("recall") or {}).items():
+        lines += [
+            f"## Gold recall, {label}",
+            "",
+            "| backend | build s | dense R@5 | dense R@10 | hybrid R@5 | hybrid R@10 |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, row in per.items():
+            d, h = row["dense"], row["hybrid"]
+            lines.append(
+                f"| {name} | {row.get('build_s', '')} | {d['R@5']} | {d['R@10']} | "
+                f"{h['R@5']} | {h['R@10']} |"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    t = results.get("throughput")
+    if not t:
+        return
+    fig = Figure(figsize=(6, 3))
+    ax = fig.add_subplot()
+    rates = [t["hotpot"][b] for b in BACKENDS]
+    ax.barh(BACKENDS, rates, color=["#999999", "#6a9fd8", "#2b6cb0"])
+    for y, rate in enumerate(rates):
+        ax.text(rate, y, f" {rate:.0f}/s", va="center")
+    ax.set_xlabel("passages/s, HotpotQA _a corpus, 2 CPU cores")
+    ax.set_xlim(0, max(rates) * 1.25)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--synthetic", type=int, default=100_000)
+    parser.add_argument("--torch-synthetic", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sections", nargs="+", default=["throughput", "queries", "recall"])
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+
+    def log(text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
+
+    out_json = args.out / "embeddings.json"
+    results: dict[str, Any] = json.loads(out_json.read_text()) if out_json.is_file() else {}
+    results.update(
+        argv=list(argv if argv is not None else sys.argv[1:]),
+        machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        loadavg_start=round(os.getloadavg()[0], 2),
+    )
+    with tempfile.TemporaryDirectory(prefix="hoptree-embed-bench-") as tmp:
+        for section in args.sections:
+            log(f"section {section}")
+            if section == "throughput":
+                results[section] = section_throughput(log, args.synthetic, args.torch_synthetic)
+            elif section == "queries":
+                results[section] = section_queries(log, args.queries)
+            elif section == "recall":
+                results[section] = section_recall(log, Path(tmp))
+            else:
+                parser.error(f"unknown section {section}")
+            results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            args.out.mkdir(parents=True, exist_ok=True)
+            out_json.write_text(json.dumps(results, indent=2) + "\n")  # partial results survive
+    (args.out / "embeddings.md").write_text(render(results))
+    plot(results, args.out / "embeddings.png")
+    log(f"wrote {args.out / 'embeddings.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
