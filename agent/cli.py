@@ -146,7 +146,9 @@ def index_info(
         out.print(
             f"[bold]{opened.path}[/bold] generation {m['generation']}, {m['passages']} passages"
         )
-        out.print(f"embedding model {m['embedding']['model']} (dim {m['embedding']['dimension']})")
+        emb = m["embedding"]
+        backends = f", vectors by {' + '.join(emb['backends'])}" if emb.get("backends") else ""
+        out.print(f"embedding model {emb['model']} (dim {emb['dimension']}{backends})")
         out.print(
             f"dense index {dense['kind']}; created {m['created_at']}, updated {m['updated_at']}"
         )
