@@ -22,7 +22,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,6 +130,14 @@ def ensure_export(layout: ModelLayout, root: Path, variant: str) -> Path:
         if _trusted(layout, folder, variant):  # another process finished it while we waited
             return target
         record = _read_record(folder, layout)
+        # long enough to look like a hang, and once per machine: say what it is (stderr, so a
+        # command's --json on stdout stays clean)
+        print(
+            f"exporting the embedding model to ONNX ({variant}), once per machine; about "
+            f"half a minute on 2 cores, into {folder}",
+            file=sys.stderr,
+            flush=True,
+        )
         if not (folder / ONNX_FILES["onnx"]).is_file() or not _file_ok(record, folder, "onnx"):
             _export_fp32(layout, folder / ONNX_FILES["onnx"])
             record["files"]["onnx"] = file_sha256(folder / ONNX_FILES["onnx"])
@@ -195,7 +205,9 @@ def _export_fp32(layout: ModelLayout, target: Path) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a per-tensor bar is noise here
     try:
         model = AutoModel.from_pretrained(
             str(layout.path), attn_implementation="eager", local_files_only=True
@@ -239,5 +251,11 @@ def _quantize(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = target.with_name(f".{target.name}.tmp")
-    quantize_dynamic(str(source), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # it advises a pre-processing pass we measured no need for
+    try:
+        quantize_dynamic(str(source), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
     os.replace(tmp, target)
