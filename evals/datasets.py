@@ -28,7 +28,9 @@ from typing import Any, Literal, get_args
 from searchers.chunking import normalize_space
 from searchers.jsonl import json_objects
 
-DatasetFormat = Literal["auto", "hotpotqa", "flashrag"]
+# ``quality`` (multiple choice over long articles) is read by ``evals.quality_data`` and run by
+# ``evals.quality_runner``; it is detected here so every command names the format alike.
+DatasetFormat = Literal["auto", "hotpotqa", "flashrag", "quality"]
 FORMATS: tuple[str, ...] = get_args(DatasetFormat)
 MAX_LINES = 10_000_000  # a bound on the read loop; far beyond any evaluation file
 
@@ -53,18 +55,21 @@ def _layout_of(record: dict[str, Any]) -> str | None:
         return "flashrag"
     if "context" in record:
         return "hotpotqa"
+    if "article" in record and ("questions" in record or "question1" in record):
+        return "quality"
     return None
 
 
 def detect_format(path: Path) -> str:
-    """The layout of the first non-blank line: ``hotpotqa`` or ``flashrag``."""
+    """The layout of the first non-blank line: ``hotpotqa``, ``flashrag`` or ``quality``."""
     for lineno, record in _records(path):
         layout = _layout_of(record)
         if layout is None:
             keys = ", ".join(sorted(record)[:8])
             raise DatasetError(
                 f"{path}:{lineno}: unknown question layout (fields: {keys}); expected a HotpotQA "
-                "row with 'context' or a FlashRAG row with 'metadata.context'"
+                "row with 'context', a FlashRAG row with 'metadata.context' or a QuALITY row "
+                "with 'article' and 'questions'"
             )
         return layout
     raise DatasetError(f"{path}: no questions in the file")
@@ -146,6 +151,11 @@ def _answers(where: str, value: Any, name: str) -> list[str]:
 
 def parse_question(record: dict[str, Any], layout: str, where: str, lineno: int) -> EvalQuestion:
     """One row of the given layout; ``where`` is ``FILE:LINE`` for error messages."""
+    if layout == "quality":
+        raise DatasetError(
+            f"{where}: a QuALITY file holds multiple-choice questions over articles; it runs "
+            "through evals.quality_runner (hoptree eval run does that by itself)"
+        )
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():
         raise DatasetError(f"{where}: missing or empty 'question'")
