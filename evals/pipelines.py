@@ -48,6 +48,7 @@ from searchers.structured_calls import ask
 
 T = TypeVar("T")
 DEFAULT_K = 5
+DEFAULT_CONTEXT_TOKENS = 2000  # QuALITY runs: the reader's context, RAPTOR's budget
 
 
 class PipelineError(ValueError):
@@ -85,10 +86,14 @@ class EvalContext:
     k: int = DEFAULT_K  # passages the vanilla-RAG and single-searcher pipelines read
     passage_chars: int | None = None  # per passage shown; None = the planner's setting
     registry: SearcherRegistry = field(default_factory=default_registry)
+    # QuALITY runs: every pipeline packs its passages into this many tokens for the reader
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS
 
     def __post_init__(self) -> None:
         if self.k < 1:
             raise PipelineError(f"k must be >= 1, got {self.k}")
+        if self.context_tokens < 100:
+            raise PipelineError(f"context_tokens must be >= 100, got {self.context_tokens}")
 
     @property
     def chars(self) -> int:

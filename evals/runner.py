@@ -154,8 +154,11 @@ class RunDirectory:
         self.details_path = self.path / DETAILS_FILE
         self.run_path = self.path / RUN_FILE
 
-    def claim(self, identity: dict[str, Any]) -> dict[str, Any]:
-        """Create the directory for this run, or check that it already holds this run."""
+    def claim(
+        self, identity: dict[str, Any], keys: Sequence[str] = IDENTITY_KEYS
+    ) -> dict[str, Any]:
+        """Create the directory for this run, or check that it already holds this run (the
+        ``keys`` of ``identity`` are what must agree)."""
         if self.path.exists() and not self.path.is_dir():
             raise EvalRunError(f"{self.path}: exists and is not a directory")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -164,7 +167,7 @@ class RunDirectory:
                 recorded = json.loads(self.run_path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 raise EvalRunError(f"{self.run_path}: unreadable ({exc})") from exc
-            differs = [k for k in IDENTITY_KEYS if recorded.get(k) != identity.get(k)]
+            differs = [k for k in keys if recorded.get(k) != identity.get(k)]
             if differs:
                 details = "; ".join(
                     f"{k}: {recorded.get(k)!r} there, {identity.get(k)!r} now" for k in differs
