@@ -21,7 +21,15 @@ from rich.text import Text
 
 from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
 from evals.datasets import DatasetError, resolve_format
-from evals.pipelines import DEFAULT_K, PIPELINES, EvalContext, PipelineError, get_pipeline
+from evals.pipelines import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_K,
+    PIPELINES,
+    EvalContext,
+    PipelineError,
+    get_pipeline,
+)
+from evals.quality_pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import (
     REPORT_FILE,
     ReportError,
@@ -94,12 +102,39 @@ def _metrics_table(metrics: dict[str, Any]) -> Table:
     return table
 
 
+def _quality_table(metrics: dict[str, Any]) -> Table:
+    table = Table(title=f"{metrics['pipeline']} (QuALITY, n={metrics['n']})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in (
+        "accuracy",
+        "accuracy_hard",
+        "hard_n",
+        "unanswered",
+        "summary_share",
+        "llm_calls_per_question",
+        "seconds_per_question",
+        "errors",
+    ):
+        value = metrics.get(key)
+        table.add_row(key, "n/a" if value is None else str(value))
+    return table
+
+
 @eval_app.command("run")
 def run_command(
-    dataset: Annotated[Path, typer.Option("--dataset", help="HotpotQA / FlashRAG jsonl file")],
-    pipeline: Annotated[str, typer.Option("--pipeline", help=f"one of: {', '.join(PIPELINES)}")],
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="HotpotQA / FlashRAG / QuALITY jsonl file")
+    ],
+    pipeline: Annotated[
+        str,
+        typer.Option(
+            "--pipeline",
+            help=f"one of: {', '.join(PIPELINES)}; for QuALITY: {', '.join(QUALITY_PIPELINES)}",
+        ),
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="run directory (resumable)")],
-    fmt: Annotated[str, typer.Option("--format", help="auto|hotpotqa|flashrag")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help="auto|hotpotqa|flashrag|quality")] = "auto",
     setting: Annotated[
         str, typer.Option("--setting", help="open (one index of all paragraphs) | distractor")
     ] = "open",
@@ -131,8 +166,16 @@ def run_command(
         int | None,
         typer.Option("--passage-chars", help="characters per passage shown (default: planner's)"),
     ] = None,
+    context_tokens: Annotated[
+        int,
+        typer.Option(
+            "--context-tokens",
+            help="QuALITY: tokens of context every pipeline hands the reader",
+        ),
+    ] = DEFAULT_CONTEXT_TOKENS,
 ) -> None:
-    """Run a pipeline over a question file; rerun the same command to resume."""
+    """Run a pipeline over a question file; rerun the same command to resume. A QuALITY file
+    (multiple choice over long articles) indexes each article and builds its trees as needed."""
     from agent.embeddings import EmbeddingModelError
     from agent.indexing import build_progress
     from agent.progress import byte_progress
@@ -154,10 +197,20 @@ def run_command(
     )
     try:  # everything checkable without a model, checked first
         config.check()
-        get_pipeline(pipeline)
-        resolve_format(dataset, fmt)
+        quality = resolve_format(dataset, fmt) == "quality"
+        if quality:
+            from evals.quality_data import load_articles
+            from evals.quality_runner import check_config
+
+            get_quality_pipeline(pipeline)
+            check_config(config)
+            load_articles(dataset)
+        else:
+            get_pipeline(pipeline)
         if k < 1 or (passage_chars is not None and passage_chars < 20):
             raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
+        if context_tokens < 100:
+            raise EvalRunError("--context-tokens must be >= 100")
     except (EvalRunError, PipelineError, DatasetError) as exc:
         raise _fail(str(exc)) from exc
     settings = _settings()
@@ -179,8 +232,14 @@ def run_command(
             model_label=chat.label,
             k=k,
             passage_chars=passage_chars,
+            context_tokens=context_tokens,
         )
-        metrics = asyncio.run(run_eval(config, context, index_progress=build_progress))
+        if quality:
+            from evals.quality_runner import run_quality
+
+            metrics = asyncio.run(run_quality(config, context))
+        else:
+            metrics = asyncio.run(run_eval(config, context, index_progress=build_progress))
     except (
         EvalRunError,
         PipelineError,
@@ -194,7 +253,7 @@ def run_command(
         raise _fail(str(exc)) from exc
     finally:
         runtime.close()
-    out.print(_metrics_table(metrics))
+    out.print(_quality_table(metrics) if quality else _metrics_table(metrics))
     out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
 
 
@@ -390,3 +449,31 @@ def pipelines_command() -> None:
     for spec in PIPELINES.values():
         table.add_row(spec.name, ", ".join(spec.needs) or "-", spec.description)
     out.print(table)
+    quality = Table(title="pipelines for QuALITY files (multiple choice, one corpus per article)")
+    for column in ("name", "retrievers", "what it is"):
+        quality.add_column(column)
+    for q in QUALITY_PIPELINES.values():
+        quality.add_row(q.name, ", ".join(q.needs), q.description)
+    out.print(quality)
+
+
+@eval_app.command("quality-report")
+def quality_report_command(
+    runs: Annotated[list[Path], typer.Argument(help="QuALITY run directories")],
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="also write the report here")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="write the chart (PNG) here")] = None,
+    common: Annotated[
+        bool, typer.Option("--common/--all", help="only the questions every run finished")
+    ] = True,
+) -> None:
+    """Accuracy and HARD accuracy per pipeline on the same questions, the summary share of the
+    context, tree stats per clustering method, the tree's gains beside the papers'."""
+    from evals.quality_report import write_comparison
+
+    try:
+        text = write_comparison(runs, markdown=markdown, plot=plot, common=common)
+    except ReportError as exc:
+        raise _fail(str(exc)) from exc
+    sys.stdout.write(text)
