@@ -1,0 +1,195 @@
+"""QuALITY runs end to end on the tiny bundled article: real tantivy, FAISS, embeddings and tree
+builds (UMAP + GMM, Leiden), a scripted chat model for the summaries, the planner and the
+multiple-choice reader. The scores checked are the runner's arithmetic on fixed replies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.settings import Settings
+from evals.corpora import CorpusSetupError
+from evals.pipelines import EvalContext, PipelineError
+from evals.quality_corpora import article_dir, leaf_passages
+from evals.quality_data import load_articles
+from evals.quality_pipelines import QUALITY_PIPELINES
+from evals.quality_report import write_comparison
+from evals.quality_runner import run_quality
+from evals.runner import EvalRunError, RunConfig
+from tests.quality_chat import TINY, QualityChat, quality_chat
+from tree.store import load_tree
+
+ROW_FIELDS = {
+    "id", "article_id", "question", "options", "gold", "chosen", "prediction", "correct", "hard",
+    "type", "em", "f1", "acc", "context", "context_tokens", "summary_tokens", "summary_share",
+    "llm_calls", "prompt_tokens", "seconds", "error", "code", "finished_at",
+}  # fmt: skip
+
+
+@pytest.fixture
+def eval_settings(settings: Settings) -> Settings:
+    """No sparse feedback levels and one HyDE passage inside the planner: the scripted model has
+    no replies for the feedback prompts, and these tests are about the QuALITY runs."""
+    cfg = settings.searchers
+    searchers = cfg.model_copy(
+        update={
+            "sparse": cfg.sparse.model_copy(update={"max_depth": 0, "original_first": False}),
+            "dense": cfg.dense.model_copy(update={"max_rewrites": 1}),
+        }
+    )
+    return settings.model_copy(update={"searchers": searchers})
+
+
+def context(settings: Settings, chat: QualityChat, embeddings: Any, **kw: Any) -> EvalContext:
+    return EvalContext(
+        chat=chat, settings=settings, embeddings=embeddings, model_label="scripted", **kw
+    )
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "details.jsonl").read_text().splitlines()]
+
+
+async def run(settings: Settings, embeddings: Any, out: Path, pipeline: str, **kw: Any) -> Any:
+    chat = quality_chat()
+    metrics = await run_quality(
+        RunConfig(dataset=TINY, pipeline=pipeline, out=out, **kw),
+        context(settings, chat, embeddings),
+        progress=False,
+    )
+    return metrics, chat
+
+
+async def test_leaves_scores_the_chosen_options_and_records_a_failure_row(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "leaves"
+    metrics, chat = await run(eval_settings, embeddings, out, "leaves")
+    found = rows(out)
+    assert [r["id"] for r in found] == ["tiny_set1_1", "tiny_set1_2", "tiny_set2_1", "tiny_set2_2"]
+    assert all(set(r) >= ROW_FIELDS for r in found)
+    assert [r["prediction"] for r in found] == ["B", "A", "A", ""]
+    assert [r["correct"] for r in found] == [1, 0, 1, 0]
+    failed = found[3]
+    assert failed["chosen"] is None and "unparseable reply" in failed["error"]
+    assert failed["reply"] == "I cannot tell from these excerpts." and failed["llm_calls"] == 1
+    assert metrics["accuracy"] == 50.0 and metrics["accuracy_hard"] == 50.0
+    assert metrics["hard_n"] == 2 and metrics["accuracy_easy"] == 50.0
+    assert metrics["unanswered"] == 1 and metrics["errors"] == 1
+    assert metrics["by_type"]["hard"]["em"] == 50.0  # the shared per-type means agree
+    # the reader saw at most the budget, all leaves of the article, no summary
+    [article] = load_articles(TINY)
+    leaves = {p.id for p in leaf_passages(article)}
+    for row in found:
+        assert {c["id"] for c in row["context"]} <= leaves
+        assert row["context_tokens"] <= 2000 and row["summary_tokens"] == 0
+    assert metrics["summary_share"] == 0.0
+    assert chat.count("choice") == 4 and chat.count("summary") == 0
+    assert (article_dir(eval_settings, article) / "index" / "manifest.json").is_file()
+    assert not list(article_dir(eval_settings, article).glob("tree-*"))  # no tree was needed
+    report = (out / "report.md").read_text()
+    assert "| Accuracy | 50.0 |" in report and "| HARD accuracy | 50.0 (2 questions) |" in report
+    assert (out / "metrics.png").read_bytes()[:4] == b"\x89PNG"
+
+
+async def test_a_rerun_adds_nothing_and_a_longer_selection_runs_only_the_new_questions(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "bm25"
+    first, _ = await run(eval_settings, embeddings, out, "bm25", limit=2)
+    assert first["n"] == 2 and first["ran_now"] == 2
+    again, chat = await run(eval_settings, embeddings, out, "bm25", limit=2)
+    assert again["n"] == 2 and again["ran_now"] == 0 and chat.seen == []
+    assert len(rows(out)) == 2
+    more, chat = await run(eval_settings, embeddings, out, "bm25")
+    assert more["n"] == 4 and more["ran_now"] == 2 and chat.count("choice") == 2
+    assert len(rows(out)) == 4
+    with pytest.raises(EvalRunError, match="holds another run"):
+        await run(eval_settings, embeddings, out, "leaves")
+
+
+@pytest.mark.parametrize("pipeline", ["tree-gmm", "tree-leiden"])
+async def test_tree_pipelines_build_the_tree_once_and_record_summary_context(
+    pipeline: str, eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / pipeline
+    metrics, chat = await run(eval_settings, embeddings, out, pipeline)
+    built = chat.count("summary")
+    assert built >= 1 and chat.count("choice") == 4
+    found = rows(out)
+    # the whole tiny tree fits in the budget: every question's context holds summaries
+    assert all(r["summary_tokens"] > 0 and 0 < r["summary_share"] < 1 for r in found)
+    assert all(any(c["layer"] > 0 for c in r["context"]) for r in found)
+    assert metrics["summary_share"] > 0 and metrics["questions_with_summary"] == 100.0
+    [trees] = json.loads((out / "trees.json").read_text())
+    clustering = pipeline.removeprefix("tree-")
+    assert trees["article_id"] == "tiny-0001" and trees["clustering"] == clustering
+    assert trees["summary_nodes"] == built and trees["llm_calls"] == built
+    assert trees["build_seconds"] > 0 and trees["build_timing_complete"] is True
+    assert metrics["trees"][clustering]["summary_nodes"] == built
+    # the tree's leaves are the index's passages: the tree adds exactly its summaries
+    [article] = load_articles(TINY)
+    [tree_path] = article_dir(eval_settings, article).glob(f"tree-{clustering}-*")
+    tree = load_tree(tree_path)
+    assert [(n.id, n.text) for n in tree.layer(0)] == [
+        (p.id, p.text) for p in leaf_passages(article)
+    ]
+    # another run (another directory, same data dir) reuses the stored tree
+    _, again = await run(eval_settings, embeddings, tmp_path / "again", pipeline)
+    assert again.count("summary") == 0 and again.count("choice") == 4
+    [reused] = json.loads((tmp_path / "again" / "trees.json").read_text())
+    assert reused["build_seconds"] == trees["build_seconds"]  # the build's own time, kept
+
+
+async def test_full_runs_the_planner_over_the_article_and_reads_its_passages(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "full"
+    metrics, chat = await run(eval_settings, embeddings, out, "full", limit=1)
+    [row] = rows(out)
+    assert row["error"] is None and row["prediction"] == "B" and row["correct"] == 1
+    assert chat.count("decompose") == 1 and chat.count("answer") == 1
+    assert row["planner"]["sub_queries"] and row["context"]
+    assert row["llm_calls"] == len(chat.seen) - chat.count("summary")  # tree builds apart
+    assert json.loads((out / "trees.json").read_text())[0]["clustering"] == "leiden"
+    assert metrics["accuracy"] == 100.0
+
+
+async def test_every_pipeline_is_listed_and_unknown_names_fail_early(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    assert list(QUALITY_PIPELINES) == ["leaves", "bm25", "tree-gmm", "tree-leiden", "full"]
+    with pytest.raises(PipelineError, match="unknown pipeline 'dense' for a QuALITY file"):
+        await run(eval_settings, embeddings, tmp_path / "x", "dense")
+    with pytest.raises(EvalRunError, match="--setting does not apply"):
+        await run(eval_settings, embeddings, tmp_path / "y", "leaves", setting="distractor")
+    chat = quality_chat()
+    with pytest.raises(CorpusSetupError, match="no embedding model"):
+        await run_quality(
+            RunConfig(dataset=TINY, pipeline="leaves", out=tmp_path / "z"),
+            EvalContext(chat=chat, settings=eval_settings, embeddings=None),
+            progress=False,
+        )
+    assert chat.seen == []
+
+
+async def test_the_report_compares_pipelines_on_common_questions_with_tree_stats(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    dirs = []
+    for pipeline, limit in (("leaves", None), ("tree-gmm", 3), ("tree-leiden", None)):
+        out = tmp_path / pipeline
+        await run(eval_settings, embeddings, out, pipeline, limit=limit)
+        dirs.append(out)
+    markdown, plot = tmp_path / "cmp" / "quality.md", tmp_path / "cmp" / "quality.png"
+    text = write_comparison(dirs, markdown=markdown, plot=plot)
+    assert markdown.read_text() == text and plot.read_bytes()[:4] == b"\x89PNG"
+    assert text.startswith("# QuALITY: 3 pipelines on the same 3 questions")
+    table = [line for line in text.splitlines() if line.startswith("| leaves |")]
+    assert table and "| 3 | 66.7 | 100.0 (1) | 0.0% |" in table[0]
+    assert "| tree-leiden minus tree-gmm | +0.0 |" in text
+    assert "## Trees per clustering method" in text and "| gmm | 1 |" in text
+    assert "fewer" in text and "34 vs 141 (-76%)" in text
