@@ -63,7 +63,7 @@ from tree.journal import merge_journal
 from tree.store import JOURNAL_FILE, tree_exists
 
 eval_app = typer.Typer(
-    help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA files and compare runs.",
+    help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA / QuALITY files and compare runs.",
     no_args_is_help=True,
 )
 out = Console()
