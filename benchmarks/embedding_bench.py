@@ -1,8 +1,9 @@
 """Embedding backends compared on the same texts: throughput, query latency, recall.
 
 Run on an idle machine (the numbers are the point):
-    .venv/bin/python benchmarks/embedding_bench.py                   (~40 min: 100k synthetic)
-    .venv/bin/python benchmarks/embedding_bench.py --synthetic 10000 (~15 min)
+    .venv/bin/python benchmarks/embedding_bench.py          (~45 min, half of it the 100k build)
+    .venv/bin/python benchmarks/embedding_bench.py --sections throughput queries recall
+    .venv/bin/python benchmarks/embedding_bench.py --sections scale --scale 100000
 Results go to benchmarks/results/embeddings.{md,json,png}.
 
 What is measured, per backend (torch = sentence-transformers on PyTorch, the old default;
@@ -55,15 +56,22 @@ RECALL_SETS = (
     ("2Wiki dev_first100", "2wikimultihopqa/dev_first100_flashrag.jsonl"),
 )
 RECALL_KS = (5, 10)
-BATCH_SIZES = (16, 32, 64, 128)
+BATCH_SIZES = (8, 16, 32, 64)
+THREADS = (0, 1)  # 0: ONNX Runtime's choice, one per core
+# benchmarks/results/retrieval.md: 100k of the same synthetic passages embedded with torch
+OLD_TORCH_100K_S = 4298
 
 
-def make(backend: str, batch_size: int = 64) -> Any:
+def make(backend: str, batch_size: int | None = None, threads: int | None = None) -> Any:
     from agent.embeddings import make_embeddings
     from agent.settings import EmbeddingSettings, load_settings
 
     settings = load_settings()
-    cfg = EmbeddingSettings(model=MODEL, backend=backend, batch_size=batch_size)
+    cfg = EmbeddingSettings(model=MODEL, backend=backend)  # the defaults, unless swept
+    if batch_size is not None:
+        cfg.batch_size = batch_size
+    if threads is not None:
+        cfg.threads = threads
     return make_embeddings(cfg, settings.models_dir)
 
 
@@ -106,21 +114,71 @@ def section_throughput(log: Callable[[str], None], synthetic: int, torch_n: int)
             rate = throughput(emb.embed_array, syn[:torch_n])
             out["synthetic"][backend]["first_n_per_s"] = round(rate, 1)
     out["synthetic_first_n"] = min(torch_n, synthetic)
-    # batch size and length buckets, for the default backend
+    # batch size and threads, and length buckets, for the default backend (first 1,000 texts)
     sweep = {}
     for size in BATCH_SIZES:
-        emb = make("onnx-int8", batch_size=size)
-        sweep[size] = round(throughput(emb.embed_array, hotpot), 1)
-        log(f"onnx-int8 batch {size}: {sweep[size]} passages/s")
+        for threads in THREADS:
+            emb = make("onnx-int8", batch_size=size, threads=threads)
+            key = f"batch {size}, threads {threads or 'auto'}"
+            sweep[key] = round(throughput(emb.embed_array, hotpot[:1000]), 1)
+            log(f"onnx-int8 {key}: {sweep[key]} passages/s")
     out["batch_sweep"] = sweep
-    emb = make("onnx-int8", batch_size=32)
+    emb = make("onnx-int8")  # the defaults, with and without length buckets
+    size = emb.batch_size
 
     def corpus_order(texts: list[str]) -> Any:  # one call per batch: no reordering across it
-        return [emb.embed_array(texts[i : i + 32]) for i in range(0, len(texts), 32)]
+        return [emb.embed_array(texts[i : i + size]) for i in range(0, len(texts), size)]
 
-    out["unbucketed_per_s"] = round(throughput(corpus_order, hotpot), 1)
-    log(f"onnx-int8 batch 32 in corpus order: {out['unbucketed_per_s']} passages/s")
+    out["default_batch"] = size
+    out["bucketed_per_s"] = round(throughput(emb.embed_array, hotpot[:1000]), 1)
+    out["unbucketed_per_s"] = round(throughput(corpus_order, hotpot[:1000]), 1)
+    log(f"onnx-int8 defaults: {out['bucketed_per_s']} bucketed, {out['unbucketed_per_s']} not")
     return out
+
+
+def section_scale(log: Callable[[str], None], n: int, workdir: Path) -> dict:
+    """A whole ``hoptree index build`` of ``n`` synthetic passages with the default backend:
+    reading, tantivy, embedding and FAISS, as a user runs it (progress lines on stderr)."""
+    from agent.indexing import build_progress
+    from searchers.index_build import SourceSpec, build_index
+
+    source = workdir / f"synthetic-{n}.jsonl"
+    with source.open("w", encoding="utf-8") as fh:
+        for p in synthetic_passages(n):
+            fh.write(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n")
+    emb = make("onnx-int8")
+    emb.embed_array(["load and, once, export"])
+    ends: dict[str, float] = {}  # stage -> time of its last progress event, in stage order
+
+    def timed(progress: Callable[[str, int, int], None]) -> Callable[[str, int, int], None]:
+        def update(stage: str, done: int, total: int) -> None:
+            ends[stage] = time.perf_counter()
+            progress(stage, done, total)
+
+        return update
+
+    t0 = time.perf_counter()
+    with build_progress(False) as progress:
+        report = build_index(
+            workdir / "scale-index",
+            [SourceSpec(source)],
+            embeddings=emb,
+            embedding_model=MODEL,
+            progress=timed(progress),
+        )
+    took = time.perf_counter() - t0
+    stages, start = {}, t0
+    for stage, end in ends.items():
+        stages[stage] = round(end - start, 1)
+        start = end
+    stages["commit"] = round(t0 + took - start, 1)  # FAISS save, manifest
+    log(f"index build of {report.total} synthetic passages: {took:.0f}s, stages {stages}")
+    return {
+        "passages": report.total,
+        "seconds": round(took, 1),
+        "per_s": round(report.total / took, 1),
+        "stages_s": stages,
+    }
 
 
 def section_queries(log: Callable[[str], None], n_queries: int) -> dict:
@@ -209,8 +267,22 @@ def render(results: dict[str, Any]) -> str:
         sweep = ", ".join(f"{k}: {v}" for k, v in t["batch_sweep"].items())
         lines += [
             "",
-            f"onnx-int8 by batch size (HotpotQA corpus, length-bucketed): {sweep}. "
-            f"Batch 32 in corpus order (no length buckets): {t['unbucketed_per_s']}.",
+            f"onnx-int8 by batch size and threads (first 1,000 of the HotpotQA corpus, "
+            f"length-bucketed): {sweep}. "
+            f"At the default batch ({t['default_batch']}), length buckets: "
+            f"{t['bucketed_per_s']}, batches in corpus order: {t['unbucketed_per_s']}.",
+            "",
+        ]
+    sc = results.get("scale")
+    if sc:
+        old = OLD_TORCH_100K_S * sc["passages"] / 100_000
+        lines += [
+            f"## A whole index build, {sc['passages']:,} synthetic passages (onnx-int8)",
+            "",
+            f"{sc['seconds']:,} s, {sc['per_s']} passages/s (stages, s: "
+            + ", ".join(f"{k} {v}" for k, v in sc["stages_s"].items())
+            + f"). The same texts took {old:,.0f} s to embed alone with torch "
+            f"(benchmarks/results/retrieval.md): {old / sc['seconds']:.1f}× faster.",
             "",
         ]
     if q:
@@ -255,10 +327,13 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--synthetic", type=int, default=100_000)
+    parser.add_argument("--synthetic", type=int, default=10_000)
     parser.add_argument("--torch-synthetic", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--sections", nargs="+", default=["throughput", "queries", "recall"])
+    parser.add_argument("--scale", type=int, default=100_000, help="passages of the scale run")
+    parser.add_argument(
+        "--sections", nargs="+", default=["throughput", "queries", "recall", "scale"]
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
 
@@ -277,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"section {section}")
             if section == "throughput":
                 results[section] = section_throughput(log, args.synthetic, args.torch_synthetic)
+            elif section == "scale":
+                results[section] = section_scale(log, args.scale, Path(tmp))
             elif section == "queries":
                 results[section] = section_queries(log, args.queries)
             elif section == "recall":
