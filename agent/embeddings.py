@@ -119,6 +119,12 @@ class SentenceTransformerEmbeddings(Embeddings):
         return await asyncio.to_thread(self.embed_query, text)
 
 
+# Measured on this 2-core machine (benchmarks/results/embeddings.md): ONNX Runtime is fastest
+# with small length-bucketed batches (8: 135 passages/s, 64: 91), PyTorch with larger ones.
+ONNX_BATCH = 8
+TORCH_BATCH = 64
+
+
 def make_embeddings(cfg: EmbeddingSettings, models_dir: Path) -> Embeddings:
     """The configured backend; ONNX exports live in ``cfg.export_dir`` or ``models_dir/onnx``.
 
@@ -128,7 +134,7 @@ def make_embeddings(cfg: EmbeddingSettings, models_dir: Path) -> Embeddings:
     """
     if cfg.backend == "torch":
         return SentenceTransformerEmbeddings(
-            cfg.model, batch_size=cfg.batch_size, device=cfg.device
+            cfg.model, batch_size=cfg.batch_size or TORCH_BATCH, device=cfg.device
         )
     from agent.onnx_embeddings import OnnxEmbeddings
     from agent.onnx_export import OnnxExportError
@@ -138,7 +144,7 @@ def make_embeddings(cfg: EmbeddingSettings, models_dir: Path) -> Embeddings:
             resolve_model_path(cfg.model),
             cfg.export_dir or models_dir / "onnx",
             variant=cfg.backend,
-            batch_size=cfg.batch_size,
+            batch_size=cfg.batch_size or ONNX_BATCH,
             threads=cfg.threads,
             model_name=cfg.model,
         )

@@ -31,7 +31,7 @@ class OnnxEmbeddings(Embeddings):
         export_root: Path,
         *,
         variant: str = "onnx-int8",
-        batch_size: int = 32,
+        batch_size: int = 8,
         threads: int = 0,
         model_name: str | None = None,
     ) -> None:

@@ -99,7 +99,13 @@ class EmbeddingSettings(BaseModel):
         "bundled weights into <data_dir>/models/onnx); onnx: the same graph in fp32 (vectors "
         "equal to torch's); torch: sentence-transformers on PyTorch",
     )
-    batch_size: int = Field(64, ge=1, le=4096, description="texts per forward pass")
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="texts per forward pass; None = the backend's measured best "
+        "(onnx 8, torch 64; benchmarks/results/embeddings.md)",
+    )
     threads: int = Field(0, ge=0, le=256, description="onnx backends: 0 = one per core")
     export_dir: Path | None = Field(
         None, description="where ONNX exports live; None = <data_dir>/models/onnx"
