@@ -7,7 +7,6 @@ Vectors are L2-normalized, so inner product = cosine (what the FAISS index relie
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+
+from agent.array_embeddings import ArrayEmbeddings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -52,7 +53,7 @@ def resolve_model_path(name: str) -> Path:
     )
 
 
-class SentenceTransformerEmbeddings(Embeddings):
+class SentenceTransformerEmbeddings(ArrayEmbeddings):
     def __init__(
         self, model: str = "all-MiniLM-L6-v2", *, batch_size: int = 64, device: str = "cpu"
     ):
@@ -105,18 +106,6 @@ class SentenceTransformerEmbeddings(Embeddings):
             show_progress_bar=show_progress,
         )
         return np.asarray(vectors, dtype=np.float32)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embed_array(list(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_array([text])[0].tolist()
-
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_documents, texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self.embed_query, text)
 
 
 # Measured on this 2-core machine (benchmarks/results/embeddings.md): ONNX Runtime is fastest

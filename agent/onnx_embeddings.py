@@ -10,18 +10,17 @@ pads to its own longest text rather than to the corpus's.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
+from agent.array_embeddings import ArrayEmbeddings
 from agent.onnx_export import INPUT_NAMES, ModelLayout, OnnxExportError, ensure_export
 
 
-class OnnxEmbeddings(Embeddings):
+class OnnxEmbeddings(ArrayEmbeddings):
     """``Embeddings`` over an exported model; the export and the session happen on first use,
     so building an agent that never embeds costs nothing."""
 
@@ -95,15 +94,3 @@ class OnnxEmbeddings(Embeddings):
             feeds = dict(zip(INPUT_NAMES, (ids, mask, types), strict=True))
             out[rows] = session.run(None, feeds)[0]
         return out
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embed_array(list(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_array([text])[0].tolist()
-
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_documents, texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self.embed_query, text)

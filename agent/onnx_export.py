@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchers.corpus import file_sha256
+
 # Bump when the exported graph changes: old exports are then rebuilt, not trusted.
 EXPORT_VERSION = 1
 EXPORT_RECORD = "export.json"
@@ -94,14 +96,6 @@ def _json(path: Path, default: Any) -> Any:
         return default
     except (OSError, ValueError) as exc:
         raise OnnxExportError(f"cannot read {path}: {exc}") from exc
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _source_stamp(weights: Path) -> dict[str, Any]:
