@@ -82,40 +82,35 @@ def _settings() -> Any:
     return settings_or_exit()
 
 
-def _metrics_table(metrics: dict[str, Any]) -> Table:
-    table = Table(title=f"{metrics['pipeline']} ({metrics['setting']}, n={metrics['n']})")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key in (
-        "em",
-        "f1",
-        "acc",
-        "retrieval_success",
-        "gold_recall",
-        "llm_calls_per_question",
-        "prompt_tokens_per_question",
-        "seconds_per_question",
-        "errors",
-    ):
-        value = metrics.get(key)
-        table.add_row(key, "n/a" if value is None else str(value))
-    return table
+EVAL_METRICS = (
+    "em",
+    "f1",
+    "acc",
+    "retrieval_success",
+    "gold_recall",
+    "llm_calls_per_question",
+    "prompt_tokens_per_question",
+    "seconds_per_question",
+    "errors",
+)
+QUALITY_METRICS = (
+    "accuracy",
+    "accuracy_hard",
+    "hard_n",
+    "unanswered",
+    "summary_share",
+    "llm_calls_per_question",
+    "seconds_per_question",
+    "errors",
+)
 
 
-def _quality_table(metrics: dict[str, Any]) -> Table:
-    table = Table(title=f"{metrics['pipeline']} (QuALITY, n={metrics['n']})")
+def _metrics_table(metrics: dict[str, Any], *, quality: bool = False) -> Table:
+    setting = "QuALITY" if quality else metrics["setting"]
+    table = Table(title=f"{metrics['pipeline']} ({setting}, n={metrics['n']})")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in (
-        "accuracy",
-        "accuracy_hard",
-        "hard_n",
-        "unanswered",
-        "summary_share",
-        "llm_calls_per_question",
-        "seconds_per_question",
-        "errors",
-    ):
+    for key in QUALITY_METRICS if quality else EVAL_METRICS:
         value = metrics.get(key)
         table.add_row(key, "n/a" if value is None else str(value))
     return table
@@ -253,7 +248,7 @@ def run_command(
         raise _fail(str(exc)) from exc
     finally:
         runtime.close()
-    out.print(_quality_table(metrics) if quality else _metrics_table(metrics))
+    out.print(_metrics_table(metrics, quality=quality))
     out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
 
 

@@ -338,34 +338,40 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
     return contexts, titles
 
 
+def planner_settings(
+    ctx: EvalContext, searchers: Sequence[str], **switches: bool
+) -> PlannerSettings:
+    """The configured planner settings with ``searchers`` and every LevelRAG step on, but for
+    the ``switches`` an ablation turns off."""
+    update = {"searchers": list(searchers), "decompose": True, "summarize": True}
+    return ctx.settings.planner.model_copy(update={**update, "supplement": True, **switches})
+
+
+def planner_agent(
+    ctx: EvalContext, corpus: Corpus, searchers: Sequence[str], planner: PlannerSettings
+) -> HoptreeAgent:
+    """A planner over ``corpus``'s retrievers (build one per corpus: its searchers hold them)."""
+    context = planner_search_context(ctx.settings, ctx.searcher_context(corpus))
+    built = {name: ctx.registry.create(name, context) for name in searchers}
+    return HoptreeAgent(
+        ctx.chat,
+        built,
+        planner=planner,
+        budgets=ctx.settings.budgets,
+        llm_timeout_s=ctx.settings.llm.timeout_s,
+        max_question_chars=ctx.settings.server.max_question_chars,
+        model_label=ctx.model_label or "hoptree",
+    )
+
+
 def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
     async def run(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
         started = time.monotonic()
-        planner = ctx.settings.planner.model_copy(
-            update={
-                "searchers": list(searchers),
-                "decompose": True,
-                "summarize": True,
-                "supplement": True,
-                **switches,
-            }
-        )
-
-        def make_agent() -> HoptreeAgent:
-            context = planner_search_context(ctx.settings, ctx.searcher_context(corpus))
-            built = {name: ctx.registry.create(name, context) for name in searchers}
-            return HoptreeAgent(
-                ctx.chat,
-                built,
-                planner=planner,
-                budgets=ctx.settings.budgets,
-                llm_timeout_s=ctx.settings.llm.timeout_s,
-                max_question_chars=ctx.settings.server.max_question_chars,
-                model_label=ctx.model_label or "hoptree",
-            )
-
+        planner = planner_settings(ctx, searchers, **switches)
         agent = _cached(
-            corpus, f"planner:{','.join(searchers)}:{sorted(switches.items())}", make_agent
+            corpus,
+            f"planner:{','.join(searchers)}:{sorted(switches.items())}",
+            lambda: planner_agent(ctx, corpus, searchers, planner),
         )
         # the agent counts its own calls; the tracker is for a question that raises midway
         result, _ = await with_usage(lambda: agent.ask(q.question))

@@ -24,10 +24,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.hoptree_agent import HoptreeAgent, planner_search_context
 from agent.results import AskResult
 from agent.usage import StepUsage
-from evals.pipelines import EvalContext, PipelineError, planner_record, with_usage
+from evals.pipelines import (
+    EvalContext,
+    PipelineError,
+    planner_agent,
+    planner_record,
+    planner_settings,
+    with_usage,
+)
 from evals.quality_corpora import ArticleCorpus
 from evals.quality_data import LETTERS, ChoiceQuestion
 from evals.quality_reader import ChoiceReading, read_choice
@@ -203,27 +209,10 @@ def planner_hits(result: AskResult) -> list[Hit]:
 
 async def _planner(ctx: EvalContext, corpus: ArticleCorpus, q: ChoiceQuestion) -> ChoiceOutput:
     started = time.monotonic()
-    planner = ctx.settings.planner.model_copy(
-        update={
-            "searchers": list(PLANNER_SEARCHERS),
-            "decompose": True,
-            "summarize": True,
-            "supplement": True,
-        }
-    )
+    planner = planner_settings(ctx, PLANNER_SEARCHERS)
     agent = corpus.cache.get("planner")
     if agent is None:  # one agent per article: its searchers hold that article's retrievers
-        context = planner_search_context(ctx.settings, ctx.searcher_context(corpus))
-        searchers = {name: ctx.registry.create(name, context) for name in PLANNER_SEARCHERS}
-        agent = HoptreeAgent(
-            ctx.chat,
-            searchers,
-            planner=planner,
-            budgets=ctx.settings.budgets,
-            llm_timeout_s=ctx.settings.llm.timeout_s,
-            max_question_chars=ctx.settings.server.max_question_chars,
-            model_label=ctx.model_label or "hoptree",
-        )
+        agent = planner_agent(ctx, corpus, PLANNER_SEARCHERS, planner)
         corpus.cache["planner"] = agent
     result, _ = await with_usage(lambda: agent.ask(planner_question(q)))
     hits = pack_hits(planner_hits(result), ctx.context_tokens)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.aggregate import aggregate
-from evals.report import ReportError, load_metrics, read_details, run_colors
+from evals.report import ReportError, format_value, load_metrics, read_details, run_colors
 
 TREES_FILE = "trees.json"
 # What the papers report, as issue 25 quotes them: the relative gains are the comparison, a
@@ -41,11 +41,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    return format_value(value, digits)
 
 
 # --------------------------------------------------------------------------- one run's means

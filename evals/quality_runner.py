@@ -20,21 +20,27 @@ import asyncio
 import json
 import logging
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from evals.pipelines import EvalContext, SpentError
-from evals.provenance import code_version
 from evals.quality_corpora import ArticleCorpus, TreeLog, prepare_article, tree_config
 from evals.quality_data import LETTERS, Article, ChoiceQuestion, load_articles, select_questions
 from evals.quality_pipelines import ChoiceOutput, QualityPipeline, get_quality_pipeline
 from evals.quality_report import TREES_FILE, rescore, tree_totals, write_run_report
 from evals.report import METRICS_FILE
-from evals.runner import EvalRunError, RunConfig, RunDirectory, append_row, dataset_label
+from evals.runner import (
+    EvalRunError,
+    RunConfig,
+    RunDirectory,
+    append_row,
+    dataset_label,
+    run_fields,
+)
 from searchers.corpus import file_sha256
+from searchers.index_dir import now_iso
 from tree.build import BuildEvent, ProgressFn
 
 log = logging.getLogger(__name__)
@@ -42,10 +48,6 @@ log = logging.getLogger(__name__)
 SETTING = "article"  # each article is its own corpus
 # What a QuALITY run directory measures; a rerun must agree on all of these.
 IDENTITY_KEYS = ("dataset_sha256", "format", "pipeline", "context_tokens", "model", "tree")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def check_config(config: RunConfig) -> None:
@@ -63,7 +65,6 @@ def choice_row(question: ChoiceQuestion, output: ChoiceOutput) -> dict[str, Any]
     correct = int(output.chosen == question.gold)
     context_tokens = sum(int(c["tokens"]) for c in output.context)
     summary = [c for c in output.context if int(c["layer"]) > 0]
-    planner = {"planner": output.planner} if output.planner is not None else {}
     return {
         "id": question.id,
         "article_id": question.article_id,
@@ -91,17 +92,7 @@ def choice_row(question: ChoiceQuestion, output: ChoiceOutput) -> dict[str, Any]
             else None
         ),
         "reply": output.reply,
-        "llm_calls": output.llm_calls,
-        "prompt_tokens": output.prompt_tokens,
-        "completion_tokens": output.completion_tokens,
-        "llm_cache_hits": output.llm_cache_hits,
-        "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
-        "seconds": round(output.seconds, 3),
-        "error": output.error,
-        "warnings": output.warnings,
-        **planner,
-        "code": code_version(),
-        "finished_at": _now(),
+        **run_fields(output),
     }
 
 
@@ -194,7 +185,7 @@ async def run_quality(
     """Run what is not finished, then write ``metrics.json``, ``report.md`` and the chart;
     returns the metrics. ``progress``: lines on stderr (default: as ``config.progress`` says,
     else on)."""
-    started_at = _now()
+    started_at = now_iso()
     wall = time.monotonic()
     check_config(config)
     spec = get_quality_pipeline(config.pipeline)
@@ -274,7 +265,7 @@ async def run_quality(
         "ran_now": len(pending),
         "wall_seconds": round(time.monotonic() - wall, 2),
         "started": started_at,
-        "finished": _now(),
+        "finished": now_iso(),
         "resumed": len(pending) < len(rows),
         "scale": "percent",
     }

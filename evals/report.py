@@ -52,9 +52,9 @@ def _planner_lines(metrics: dict[str, Any]) -> list[str]:
     stops = ", ".join(f"{why} {n}" for why, n in (metrics.get("planner_stopped") or {}).items())
     return [
         "",
-        f"Planner: {_fmt(metrics.get('planner_rounds_per_question'))} rounds and "
-        f"{_fmt(metrics.get('planner_queries_per_question'))} atomic queries a question, "
-        f"{_fmt(metrics.get('planner_followups_per_question'))} of them follow-ups{over}. "
+        f"Planner: {format_value(metrics.get('planner_rounds_per_question'))} rounds and "
+        f"{format_value(metrics.get('planner_queries_per_question'))} atomic queries a question, "
+        f"{format_value(metrics.get('planner_followups_per_question'))} of them follow-ups{over}. "
         f"Stopped: {stops}.",
     ]
 
@@ -63,7 +63,8 @@ def _limit(value: Any) -> str:
     return "none, the whole file" if value is None else str(value)
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
+def format_value(value: Any, digits: int = 2) -> str:
+    """A table cell: "n/a" for a missing value, floats to ``digits`` places."""
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -81,9 +82,11 @@ def _cache_lines(metrics: dict[str, Any]) -> list[str]:
     over = _over_recorded(metrics, recorded)
     return [
         "",
-        f"LLM calls served from the cache: {_fmt(metrics.get('llm_cache_hits_per_question'))} "
+        "LLM calls served from the cache: "
+        f"{format_value(metrics.get('llm_cache_hits_per_question'))} "
         "a question; prompt tokens with those calls counted: "
-        f"{_fmt(metrics.get('prompt_tokens_without_cache_per_question'), 0)} a question{over}. "
+        f"{format_value(metrics.get('prompt_tokens_without_cache_per_question'), 0)} "
+        f"a question{over}. "
         "The tokens and seconds above are what this run spent.",
     ]
 
@@ -120,7 +123,7 @@ def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: s
         values = [metrics.get(key) or 0.0 for key in keys]
         offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(keys))]
         bars = axes.bar(offsets, values, width, label=label, color=color)
-        axes.bar_label(bars, labels=[_fmt(metrics.get(k), 1) for k in keys], fontsize=7)
+        axes.bar_label(bars, labels=[format_value(metrics.get(k), 1) for k in keys], fontsize=7)
     axes.set_xticks(range(len(keys)), [SCORE_LABELS[k] for k in keys])
     axes.set_ylim(0, 108)
     axes.set_ylabel("percent")
@@ -191,9 +194,9 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         note = ""
         if key == "retrieval_success":
             note = _over(metrics, "retrieval_success", "questions with a span answer")
-        lines.append(f"| {label} | {_fmt(metrics.get(key))}{note} |")
+        lines.append(f"| {label} | {format_value(metrics.get(key))}{note} |")
     lines.append(
-        f"| Gold-paragraph recall | {_fmt(metrics.get('gold_recall'))}"
+        f"| Gold-paragraph recall | {format_value(metrics.get('gold_recall'))}"
         f"{_over(metrics, 'gold_recall', 'questions')} |"
     )
     lines += ["", "| cost per question | mean | median |", "|---|---|---|"]
@@ -204,14 +207,15 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         ("seconds", "seconds"),
     ):
         mean, middle = metrics.get(f"{key}_per_question"), metrics.get(f"{key}_median")
-        lines.append(f"| {label} | {_fmt(mean)} | {_fmt(middle)} |")
+        lines.append(f"| {label} | {format_value(mean)} | {format_value(middle)} |")
     lines += _cache_lines(metrics)
     lines += _planner_lines(metrics)
     by_type = metrics.get("by_type") or {}
     if by_type:
         lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]
         for kind, group in by_type.items():
-            lines.append(f"| {kind} | {group['n']} | {_fmt(group['em'])} | {_fmt(group['f1'])} |")
+            em, f1 = format_value(group["em"]), format_value(group["f1"])
+            lines.append(f"| {kind} | {group['n']} | {em} | {f1} |")
     if plot_name:
         lines += ["", f"![EM, F1, accuracy and retrieval success]({plot_name})"]
     lines += [
@@ -340,7 +344,7 @@ def _cache_cell(metrics: dict[str, Any], key: str) -> str:
     recorded = metrics.get("llm_cache_recorded_n") or 0
     if not recorded:
         return "n/a"
-    cell = _fmt(metrics.get(key), 2 if key == "llm_cache_hits_per_question" else 0)
+    cell = format_value(metrics.get(key), 2 if key == "llm_cache_hits_per_question" else 0)
     return cell if recorded == metrics.get("n") else f"{cell} ({recorded} of {metrics.get('n')})"
 
 
@@ -355,7 +359,7 @@ def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[st
                 continue
             if key == "dataset":
                 value = Path(str(value)).name
-            cells.append(_fmt(value))
+            cells.append(format_value(value))
         rows.append(cells)
     return rows
 

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -74,6 +73,7 @@ from evals.report import (
 )
 from searchers.corpus import file_sha256
 from searchers.index_build import BuildProgress, embedding_dimension
+from searchers.index_dir import now_iso
 from searchers.registry import SearcherRegistryError
 
 log = logging.getLogger(__name__)
@@ -139,10 +139,6 @@ class RunConfig:
             raise EvalRunError(f"{self.index}: not an index directory (no manifest.json)")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 # --------------------------------------------------------------------------- the run directory
 
 
@@ -182,7 +178,7 @@ class RunDirectory:
                 f"{self.path} has {DETAILS_FILE} but no {RUN_FILE}: it cannot be told which run "
                 "the rows belong to; choose a new --out directory"
             )
-        record = {**identity, "created": _now()}
+        record = {**identity, "created": now_iso()}
         tmp = self.run_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(self.run_path)
@@ -221,6 +217,25 @@ def append_row(handle: IO[str], row: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- scoring
 
 
+def run_fields(output: Any) -> dict[str, Any]:
+    """The end of every details row, whatever the dataset: what the question cost, what went
+    wrong, the planner's record if a planner ran, and which code made the row."""
+    planner = {"planner": output.planner} if output.planner is not None else {}
+    return {
+        "llm_calls": output.llm_calls,
+        "prompt_tokens": output.prompt_tokens,
+        "completion_tokens": output.completion_tokens,
+        "llm_cache_hits": output.llm_cache_hits,
+        "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
+        "seconds": round(output.seconds, 3),
+        "error": output.error,
+        "warnings": output.warnings,
+        **planner,
+        "code": code_version(),
+        "finished_at": now_iso(),
+    }
+
+
 def score(
     question: EvalQuestion, output: PipelineOutput, *, retrieves: bool = True
 ) -> dict[str, Any]:
@@ -228,7 +243,6 @@ def score(
     design gets no retrieval scores (None, "n/a" in tables): a 0 would read as a search that
     failed on every question."""
     scores = answer_scores(output.prediction, question.answers)
-    planner = {"planner": output.planner} if output.planner is not None else {}
     return {
         "id": question.id,
         "question": question.question,
@@ -246,17 +260,7 @@ def score(
         ),
         "supporting_titles": question.supporting_titles,
         "retrieved_titles": list(dict.fromkeys(output.retrieved_titles)),
-        "llm_calls": output.llm_calls,
-        "prompt_tokens": output.prompt_tokens,
-        "completion_tokens": output.completion_tokens,
-        "llm_cache_hits": output.llm_cache_hits,
-        "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
-        "seconds": round(output.seconds, 3),
-        "error": output.error,
-        "warnings": output.warnings,
-        **planner,
-        "code": code_version(),
-        "finished_at": _now(),
+        **run_fields(output),
     }
 
 
@@ -377,7 +381,7 @@ async def run_eval(
     Returns the metrics. Raises ``EvalRunError``, ``PipelineError``, ``DatasetError`` or
     ``CorpusSetupError`` before any question runs; a question that fails is a row with an
     error (scored zero), not the end of the run."""
-    started_at = _now()
+    started_at = now_iso()
     wall = time.monotonic()
     config.check()
     spec = get_pipeline(config.pipeline)
@@ -480,7 +484,7 @@ async def run_eval(
         "ran_now": len(pending),
         "wall_seconds": round(time.monotonic() - wall, 2),
         "started": started_at,
-        "finished": _now(),
+        "finished": now_iso(),
         # A resumed run's ``started`` is this resume; the first row's time says when it began.
         "resumed": len(pending) < len(rows),
         "first_row_at": min(
