@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -98,11 +99,12 @@ def dataset_label(dataset: Path) -> str:
     beside it (``../shared/data/...``), else its file name; never an absolute path, which
     would say whose machine made the results and mean nothing on another one. The file's
     sha256, recorded beside it, is what identifies the data."""
-    path = dataset.resolve()
-    for base, prefix in ((REPOSITORY, ""), (REPOSITORY.parent, "../")):
-        if path.is_relative_to(base):
-            return prefix + path.relative_to(base).as_posix()
-    return path.name
+    # as written first: a ``../shared`` that is a symlink resolves to somewhere else entirely
+    for path in (Path(os.path.normpath(dataset.absolute())), dataset.resolve()):
+        for base, prefix in ((REPOSITORY, ""), (REPOSITORY.parent, "../")):
+            if path.is_relative_to(base):
+                return prefix + path.relative_to(base).as_posix()
+    return dataset.resolve().name
 
 
 class EvalRunError(ValueError):
