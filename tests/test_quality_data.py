@@ -119,8 +119,11 @@ def test_the_committed_subset_matches_its_provenance() -> None:
     provenance = (SUBSET / "PROVENANCE.md").read_text(encoding="utf-8")
     assert hashlib.sha256(data.read_bytes()).hexdigest() in provenance
     articles = load_articles(data)
-    assert [a.id for a in articles] == ["52845", "30029", "62139", "63523", "63401"]
+    assert [a.id for a in articles] == [
+        *("52845", "30029", "62139", "63523", "63401"),
+        *("62476", "63041", "30035", "61285", "62261"),
+    ]
     questions = [q for a in articles for q in a.questions]
-    assert len(questions) == 90 and sum(bool(q.hard) for q in questions) == 50
+    assert len(questions) == 181 and sum(bool(q.hard) for q in questions) == 109
     assert all(q.hard is not None and len(q.options) == 4 for q in questions)
     assert all(len({q.id.rsplit("_", 1)[0] for q in a.questions}) == 2 for a in articles)

@@ -1,7 +1,7 @@
 """Make hoptree's QuALITY subset from the release file, by the rule PROVENANCE.md states.
 
     python evals/data/quality/make_subset.py QuALITY.v1.0.1.htmlstripped.dev \
-        --articles 5 > evals/data/quality/quality_dev_subset.jsonl
+        --articles 10 > evals/data/quality/quality_dev_subset.jsonl
 
 Rule: the first N distinct articles of the file in file order, each with the questions of every
 question set (writer) the file holds for it, sets in file order. The release stores one set per
@@ -59,7 +59,7 @@ def read_sets(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("release", help="QuALITY.v1.0.1.htmlstripped.dev")
-    parser.add_argument("--articles", type=int, default=5)
+    parser.add_argument("--articles", type=int, default=10)
     args = parser.parse_args()
     with open(args.release, encoding="utf-8") as fh:
         sys.stdout.write(dump(subset(read_sets(fh), args.articles)))
