@@ -33,13 +33,17 @@ class OnnxEmbeddings(ArrayEmbeddings):
         batch_size: int = 8,
         threads: int = 0,
         model_name: str | None = None,
+        onnx_file: Path | None = None,
     ) -> None:
+        """``onnx_file``: a graph to load instead of the export (a variant a benchmark made);
+        the tokenizer and dimension still come from ``model_path``."""
         self.model_name = model_name or str(model_path)
         self.backend = variant
         self.batch_size = batch_size
         self.threads = threads
         self.export_root = Path(export_root)
         self.layout = ModelLayout.read(Path(model_path))
+        self.onnx_file = onnx_file
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -54,7 +58,9 @@ class OnnxEmbeddings(ArrayEmbeddings):
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 
-                onnx_path = ensure_export(self.layout, self.export_root, self.backend)
+                onnx_path = self.onnx_file or ensure_export(
+                    self.layout, self.export_root, self.backend
+                )
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = self.threads  # 0: one per physical core
                 options.inter_op_num_threads = 1

@@ -138,7 +138,7 @@ def section_throughput(log: Callable[[str], None], synthetic: int, torch_n: int)
 
 def section_scale(log: Callable[[str], None], n: int, workdir: Path) -> dict:
     """A whole ``hoptree index build`` of ``n`` synthetic passages with the default backend:
-    reading, tantivy, embedding and FAISS, as a user runs it (progress lines on stderr)."""
+    reading, tantivy, embedding and FAISS, as a user runs it (its progress on stderr)."""
     from agent.indexing import build_progress
     from searchers.index_build import SourceSpec, build_index
 
@@ -158,7 +158,7 @@ def section_scale(log: Callable[[str], None], n: int, workdir: Path) -> dict:
         return update
 
     t0 = time.perf_counter()
-    with build_progress(False) as progress:
+    with build_progress() as progress:  # bars on a terminal, lines in a log
         report = build_index(
             workdir / "scale-index",
             [SourceSpec(source)],
@@ -174,11 +174,122 @@ def section_scale(log: Callable[[str], None], n: int, workdir: Path) -> dict:
     stages["commit"] = round(t0 + took - start, 1)  # FAISS save, manifest
     log(f"index build of {report.total} synthetic passages: {took:.0f}s, stages {stages}")
     return {
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "passages": report.total,
         "seconds": round(took, 1),
         "per_s": round(report.total / took, 1),
         "stages_s": stages,
     }
+
+
+def scale_runs(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The whole-build rows, smallest first (older files hold one row, not keyed by size)."""
+    sc = results.get("scale") or {}
+    rows = [sc] if "passages" in sc else list(sc.values())
+    return sorted(rows, key=lambda r: r["passages"])
+
+
+# Which int8 MatMuls stay in fp32, per variant (node-name substrings of our export's graph).
+PRECISION_VARIANTS = {
+    "all int8 (default)": (),
+    "layer 0 fp32": ("/layer.0/",),
+    "layers 0 and 5 fp32": ("/layer.0/", "/layer.5/"),
+    "FFN and attention outputs fp32": ("output/dense",),
+}
+PRECISION_TEXTS = 2000
+
+
+def section_precision(log: Callable[[str], None], workdir: Path) -> dict:
+    """How much of int8's recall gap a few fp32 layers buy back, and at what speed.
+
+    Each variant quantizes our fp32 export with some MatMuls left out, then embeds the first
+    ``PRECISION_TEXTS`` HotpotQA passages (best of three, passages/s), compares the vectors
+    with fp32's (cosine: mean, 5th percentile), and measures dense and hybrid gold recall on
+    both question sets as ``section_recall`` does."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from agent.embeddings import resolve_model_path
+    from agent.onnx_embeddings import OnnxEmbeddings
+    from agent.onnx_export import ensure_export
+    from searchers.index_build import SourceSpec, build_index
+    from searchers.index_dir import IndexDir
+
+    model_path = resolve_model_path(MODEL)
+    fp32 = OnnxEmbeddings(model_path, workdir / "precision-fp32", variant="onnx")
+    fp32_file = ensure_export(fp32.layout, workdir / "precision-fp32", "onnx")
+    names = [n.name for n in onnx.load(str(fp32_file)).graph.node if n.op_type == "MatMul"]
+    texts = corpus_texts("hotpotqa/dev_hard_300_a.jsonl")[:PRECISION_TEXTS]
+    reference = fp32.embed_array(texts)
+    sets = [(label, SHARED / rel) for label, rel in RECALL_SETS]
+    out: dict[str, Any] = {"texts": len(texts)}
+    for i, (variant, keep) in enumerate(PRECISION_VARIANTS.items()):
+        root = workdir / f"precision-{i}"
+        excluded = [n for n in names if any(k in n for k in keep)]
+        target = ensure_export(fp32.layout, root, "onnx")  # fp32 file and its record
+        quantized = target.with_name(f"{target.stem}-int8.onnx")
+        quantize_dynamic(
+            str(target),
+            str(quantized),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=excluded,
+        )
+        emb = OnnxEmbeddings(model_path, root, variant="onnx", onnx_file=quantized)
+        emb.embed_array(texts[:16])
+        best = min(_timed(emb.embed_array, texts) for _ in range(3))
+        vectors = emb.embed_array(texts)
+        cos = (vectors * reference).sum(axis=1)
+        row: dict[str, Any] = {
+            "fp32_matmuls": len(excluded),
+            "int8_matmuls": len(names) - len(excluded),
+            "per_s": round(len(texts) / best, 1),
+            "cosine_mean": round(float(cos.mean()), 4),
+            "cosine_p5": round(float(np.percentile(cos, 5)), 4),
+        }
+        for label, source in sets:
+            rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+            path = root / f"index-{source.stem}"
+            build_index(path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL)
+            row[label] = _recall(IndexDir.open(path), emb, [r for r in rows if r])
+        out[variant] = row
+        log(f"precision {variant}: {row}")
+    return out
+
+
+def _timed(fn: Callable[[list[str]], Any], texts: list[str]) -> float:
+    t0 = time.perf_counter()
+    fn(texts)
+    return time.perf_counter() - t0
+
+
+def render_precision(pr: dict[str, Any] | None) -> list[str]:
+    if not pr:
+        return []
+    labels = [label for label, _ in RECALL_SETS]
+    short = [lab.split()[0] for lab in labels]
+    head = " | ".join(f"{name} dense R@10 | {name} hybrid R@10" for name in short)
+    lines = [
+        "## Which layers stay fp32: int8 recall bought back, and its price",
+        "",
+        f"Each variant quantizes the fp32 export with some MatMuls left in fp32. passages/s on "
+        f"the first {pr['texts']:,} HotpotQA passages (best of 3); cosine to the fp32 vectors of "
+        "the same passages; gold recall as above.",
+        "",
+        f"| variant | fp32 / int8 MatMuls | passages/s | cosine mean | cosine p5 | {head} |",
+        "|---|---|---|---|---|" + "---|" * (2 * len(labels)),
+    ]
+    for variant, row in pr.items():
+        if not isinstance(row, dict):
+            continue
+        recall = " | ".join(
+            f"{row[lab]['dense']['R@10']} | {row[lab]['hybrid']['R@10']}" for lab in labels
+        )
+        lines.append(
+            f"| {variant} | {row['fp32_matmuls']} / {row['int8_matmuls']} | {row['per_s']} | "
+            f"{row['cosine_mean']} | {row['cosine_p5']} | {recall} |"
+        )
+    return [*lines, ""]
 
 
 def section_queries(log: Callable[[str], None], n_queries: int) -> dict:
@@ -277,25 +388,26 @@ def render(results: dict[str, Any]) -> str:
             f"{t['bucketed_per_s']}, batches in corpus order: {t['unbucketed_per_s']}.",
             "",
         ]
-    sc = results.get("scale")
-    if sc:
-        torch_rate = ((results.get("throughput") or {}).get("synthetic") or {}).get("torch", {})
+    torch_rate = ((results.get("throughput") or {}).get("synthetic") or {}).get("torch", {})
+    for sc in scale_runs(results):
         vs = ""
         if torch_rate.get("per_s"):
             vs = (
                 f" torch embedded the first {torch_rate['passages']:,} of the same texts at "
-                f"{torch_rate['per_s']} passages/s in this run: "
+                f"{torch_rate['per_s']} passages/s in the throughput run: "
                 f"{sc['per_s'] / torch_rate['per_s']:.1f}× for the whole build."
             )
+        when = f" Run {sc['finished_at']}." if sc.get("finished_at") else ""
         lines += [
             f"## A whole index build, {sc['passages']:,} synthetic passages (onnx-int8)",
             "",
             f"{sc['seconds']:,} s, {sc['per_s']} passages/s (stages, s: "
             + ", ".join(f"{k} {v}" for k, v in sc["stages_s"].items())
             + f").{vs} benchmarks/results/retrieval.md recorded {OLD_TORCH_100K_S:,} s for "
-            "embedding 100k of these texts with torch in an earlier run (23 passages/s).",
+            f"embedding 100k of these texts with torch in an earlier run (23 passages/s).{when}",
             "",
         ]
+    lines += render_precision(results.get("precision"))
     if q:
         lines += ["## Query embedding latency (single queries)", ""]
         lines += ["| backend | p50 ms | p95 ms |", "|---|---|---|"]
@@ -343,7 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--scale", type=int, default=100_000, help="passages of the scale run")
     parser.add_argument(
-        "--sections", nargs="+", default=["throughput", "queries", "recall", "scale"]
+        "--sections",
+        nargs="+",
+        default=["throughput", "queries", "recall", "precision", "scale"],
     )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
@@ -364,11 +478,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             if section == "throughput":
                 results[section] = section_throughput(log, args.synthetic, args.torch_synthetic)
             elif section == "scale":
-                results[section] = section_scale(log, args.scale, Path(tmp))
+                runs = {str(r["passages"]): r for r in scale_runs(results)}
+                runs[str(args.scale)] = section_scale(log, args.scale, Path(tmp))
+                results[section] = runs  # one row per size: a 100k run keeps the 10k row
             elif section == "queries":
                 results[section] = section_queries(log, args.queries)
             elif section == "recall":
                 results[section] = section_recall(log, Path(tmp))
+            elif section == "precision":
+                results[section] = section_precision(log, Path(tmp))
             else:
                 parser.error(f"unknown section {section}")
             results.setdefault("commands", {})[section] = " ".join(results["argv"]) or "(none)"

@@ -64,6 +64,16 @@ def test_int8_stays_within_the_stated_tolerance(texts: list[str], reference: np.
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
 
 
+def test_a_given_graph_file_replaces_the_export(texts: list[str]) -> None:
+    """``onnx_file`` (the benchmark's mixed-precision variants) loads that graph, whatever the
+    variant's name says: here the fp32 file under the int8 label gives fp32's vectors."""
+    fp32 = onnx("onnx")
+    graph = ensure_export(fp32.layout, Path(ONNX_EXPORT_DIR), "onnx")
+    named_int8 = onnx("onnx-int8", onnx_file=graph)
+    assert np.abs(named_int8.embed_array(texts) - fp32.embed_array(texts)).max() < 1e-6
+    assert np.abs(onnx("onnx-int8").embed_array(texts) - fp32.embed_array(texts)).max() > 1e-3
+
+
 def test_length_buckets_keep_the_input_order(texts: list[str]) -> None:
     embeddings = onnx("onnx", batch_size=3)
     shuffled = texts[:]
