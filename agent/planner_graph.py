@@ -41,6 +41,7 @@ from agent.planner_queries import search_node
 from agent.planner_state import (
     PlannerRun,
     PlannerState,
+    SearchEntry,
     SearchTask,
 )
 from agent.planner_trace import emit
@@ -77,7 +78,7 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
         result = SearchResult.failed(name, query, error or "no result", started)
     # a plugin that calls its model without a BudgetMeter is counted after the fact
     run.budget_meter.llm_calls += max(0, result.llm_calls - charged)
-    record = {"sub_query_id": task["sub_query_id"], **result.to_json()}
+    record: SearchEntry = {"sub_query_id": task["sub_query_id"], **result.to_json()}
     emit(runtime, "search", record, task["round"], result.ms)
     errors = [f"{name} on {query!r}: {result.error}"] if result.error else []
     return {

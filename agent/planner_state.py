@@ -20,7 +20,8 @@ from typing_extensions import TypedDict
 from agent.results import TraceEvent
 from agent.settings import BudgetSettings, PlannerSettings
 from agent.usage import UsageTracker
-from searchers.searcher import BudgetMeter, SearchBudget, Searcher
+from searchers.passages import HitRecord
+from searchers.searcher import BudgetMeter, SearchBudget, Searcher, SearchRecord
 
 
 def merge_keyed(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -60,6 +61,12 @@ class FindingRecord(TypedDict):
     superseded_by: str | None  # a follow-up whose supported finding replaced this one
 
 
+class SearchEntry(SearchRecord):
+    """One (atomic query, searcher) result in ``PlannerState.searches``."""
+
+    sub_query_id: str
+
+
 class PlannerState(TypedDict, total=False):
     question: str
     thread_id: str | None
@@ -68,9 +75,9 @@ class PlannerState(TypedDict, total=False):
     sub_queries: Annotated[dict[str, SubQuery], merge_keyed]
     pending: list[str]  # sub-query ids searched in the current round
     waiting: list[str]  # planned sub-query ids not yet searched: they need an earlier answer
-    searches: Annotated[dict[str, dict[str, Any]], merge_keyed]  # "q1|sparse" -> result json
+    searches: Annotated[dict[str, SearchEntry], merge_keyed]  # "q1|sparse" -> result
     fused: Annotated[dict[str, list[str]], merge_keyed]  # sub-query id -> passage ids, best first
-    passages: Annotated[dict[str, dict[str, Any]], merge_keyed]  # passage id -> hit json
+    passages: Annotated[dict[str, HitRecord], merge_keyed]  # passage id -> hit
     summaries: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
     verdicts: list[dict[str, Any]]
     errors: Annotated[list[str], append_or_reset]

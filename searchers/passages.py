@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.documents import Document
 
@@ -40,6 +40,17 @@ class Passage:
         )
 
 
+class HitRecord(TypedDict):
+    """A hit as JSON (``Hit.to_json``): what the planner's state, the API and the trace carry."""
+
+    id: str
+    title: str
+    score: float
+    text: str
+    retriever: str
+    metadata: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class Hit:
     passage: Passage
@@ -58,7 +69,7 @@ class Hit:
     def text(self) -> str:
         return self.passage.text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HitRecord:
         return {
             "id": self.passage.id,
             "title": self.passage.title,
@@ -69,7 +80,7 @@ class Hit:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Hit:
+    def from_json(cls, data: HitRecord | dict[str, Any]) -> Hit:
         """The inverse of ``to_json`` (the planner's state keeps hits as JSON records)."""
         return cls(
             passage=Passage.from_json(data),

@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from searchers.passages import Hit
+from searchers.passages import Hit, HitRecord
 
 StopReason = Literal[
     "sufficient",  # a verified result was found
@@ -134,6 +134,22 @@ class Attempt:
     note: str = ""
 
 
+class SearchRecord(TypedDict):
+    """A search result as JSON (``SearchResult.to_json``): the planner's state keeps these (its
+    checkpoints must serialise) and the API and trace show them."""
+
+    searcher: str
+    query: str
+    hits: list[HitRecord]
+    attempts: list[dict[str, Any]]  # ``Attempt`` fields
+    best_attempt: int | None
+    sufficient: bool
+    stopped: StopReason
+    llm_calls: int
+    ms: float
+    error: str | None
+
+
 @dataclass
 class SearchResult:
     searcher: str
@@ -163,7 +179,7 @@ class SearchResult:
             error=error,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SearchRecord:
         return {
             "searcher": self.searcher,
             "query": self.query,
@@ -178,7 +194,7 @@ class SearchResult:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SearchResult:
+    def from_json(cls, data: SearchRecord | dict[str, Any]) -> SearchResult:
         """The inverse of ``to_json``: the planner's state holds results as JSON records (its
         checkpoints must serialise), and fusing a query's results needs them back."""
         attempts = []
