@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import prompts  # noqa: E402
+from agent.progress import StageFn, stage_progress  # noqa: E402
 from agent.runtime import Runtime  # noqa: E402
 from agent.settings import load_settings  # noqa: E402
 from agent.usage import STEP_KEY  # noqa: E402
@@ -72,12 +73,14 @@ def load_documents() -> dict[str, SourceDocument]:
     return {d.id: d for d in docs}
 
 
-def progress_logger(label: str):
+def progress_logger(label: str, update: StageFn):
+    """Build events as progress: a bar per layer's summaries on a terminal, lines in a log."""
+
     def on_event(event: BuildEvent) -> None:
         if event.stage == "cluster":
             log(f"{label}: clustering layer {event.layer} ({event.total} nodes)")
-        elif event.stage == "summaries" and (event.done == event.total or event.done % 5 == 0):
-            log(f"{label}: layer {event.layer} summaries {event.done}/{event.total}")
+        elif event.stage == "summaries":
+            update(f"{label} layer {event.layer}", event.done, event.total)
         elif event.stage == "layer":
             log(f"{label}: layer {event.layer} done, {event.done} nodes")
 
@@ -85,7 +88,12 @@ def progress_logger(label: str):
 
 
 async def build_one(
-    runtime: Runtime, doc: SourceDocument, clustering: str, config: TreeConfig, work: Path
+    runtime: Runtime,
+    doc: SourceDocument,
+    clustering: str,
+    config: TreeConfig,
+    work: Path,
+    update: StageFn,
 ) -> dict[str, Any]:
     label = f"{doc.id[:10]}/{clustering}"
     target = work / f"{doc.id[:16]}-{clustering}"
@@ -97,7 +105,7 @@ async def build_one(
         runtime.embeddings,
         config,
         journal=journal,
-        progress=progress_logger(label),
+        progress=progress_logger(label, update),
         embedding_model=runtime.settings.embeddings.model,
     )
     previous = load_tree(target) if tree_exists(target) else None
@@ -318,7 +326,7 @@ async def run(args: argparse.Namespace) -> None:
     data: dict[str, Any] = (
         json.loads(out_json.read_text()) if out_json.is_file() else {"runs": {}, "notes": []}
     )
-    with Runtime(settings) as runtime:
+    with Runtime(settings) as runtime, stage_progress(every_s=30.0) as update:
         for doc_id in wanted:
             for clustering in args.clusterings.split(","):
                 config = TreeConfig(
@@ -327,7 +335,9 @@ async def run(args: argparse.Namespace) -> None:
                     concurrency=settings.llm.local_parallel,
                     call_timeout_s=600.0,
                 )
-                run = await build_one(runtime, documents[doc_id], clustering, config, args.work)
+                run = await build_one(
+                    runtime, documents[doc_id], clustering, config, args.work, update
+                )
                 key = f"{doc_id}/{clustering}"
                 stats = run["run"]
                 fresh = not (
