@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from langchain_core.caches import InMemoryCache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
@@ -283,3 +284,65 @@ def test_a_whole_reply_is_read_as_usual(finish_reason: str) -> None:
         assert tracker.by_step()["hyde"].errors == 0
     else:  # the client refuses even a complete reply that says it hit the limit: salvaged whole
         assert reply.cut and reply.value == Passage(passage="Tinted Windows formed in 2009.")
+
+
+# --- the bound OpenAI path against the parser chain ------------------------------------------
+
+
+def both_paths(
+    monkeypatch: pytest.MonkeyPatch, reply: dict, schema: type[BaseModel]
+) -> list[tuple[Reply, dict[str, Any], list[str]]]:
+    """``ask`` against the same stub reply twice: through the bound model (OpenAI models'
+    path), then through the parser chain (every other model's). Per path: the reply, the
+    request body sent and the LLM-cache keys (``llm_string``) the call computed."""
+    import searchers.structured_calls as calls
+
+    keys: list[str] = []
+    real = ChatOpenAI._get_llm_string
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> str:
+        keys.append(real(self, *args, **kwargs))
+        return keys[-1]
+
+    monkeypatch.setattr(ChatOpenAI, "_get_llm_string", spy)
+    out = []
+    with stub_openai([reply]) as (url, requests):
+        for lean in (True, False):
+            if not lean:
+                monkeypatch.setattr(calls, "bound_to_schema", lambda *_args: None)
+            chat = stub_chat(url, UsageTracker())
+            chat.cache = InMemoryCache()  # a fresh one, so both calls reach the endpoint
+            got = ask_once(chat, schema, "verify")
+            out.append((got, requests[-1], keys[:]))
+            keys.clear()
+    return out
+
+
+def test_openai_models_skip_the_parser_chain_and_send_the_same_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import searchers.structured_calls as calls
+
+    chat = stub_chat("http://127.0.0.1:9/v1", UsageTracker())
+    assert calls.bound_to_schema(chat, Verdict, None) is not None
+    assert calls.bound_to_schema(ScriptedChatModel(), Verdict, None) is None
+    assert (
+        calls.bound_to_schema(chat.model_copy(update={"model_name": "gpt-4"}), Verdict, None)
+        is None
+    )
+    whole = completion('{"sufficient": true, "reason": "both hops found"}', "stop")
+    (lean, lean_body, lean_keys), (chain, chain_body, chain_keys) = both_paths(
+        monkeypatch, whole, Verdict
+    )
+    assert lean == chain == Reply(Verdict(sufficient=True, reason="both hops found"))
+    assert lean_body == chain_body  # same schema, same limits: the endpoint cannot tell
+    assert lean_keys and lean_keys == chain_keys  # so LLM cache entries stay valid
+
+
+def test_a_reply_outside_the_schema_is_an_error_on_either_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wrong = completion('{"sufficient": "perhaps"}', "stop")
+    for reply, _, _ in both_paths(monkeypatch, wrong, Verdict):
+        assert reply.value is None and not reply.cut
+        assert reply.error is not None and reply.error.startswith("verify: ")
