@@ -41,6 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agent.progress import stage_progress  # noqa: E402
 from benchmarks.retrieval_bench import (  # noqa: E402
     SHARED,
     _latency,
@@ -60,6 +61,13 @@ BATCH_SIZES = (8, 16, 32, 64)
 THREADS = (0, 1)  # 0: ONNX Runtime's choice, one per core
 # benchmarks/results/retrieval.md: 100k of the same synthetic passages embedded with torch
 OLD_TORCH_100K_S = 4298
+
+
+def _no_progress(label: str, done: int, total: int) -> None:
+    pass
+
+
+PROGRESS: Callable[[str, int, int], None] = _no_progress  # main() sets it for the run
 
 
 def make(backend: str, batch_size: int | None = None, threads: int | None = None) -> Any:
@@ -85,12 +93,17 @@ def corpus_texts(rel: str) -> list[str]:
     return [passage_embedding_text(p) for p in read_passages(source, fmt)]
 
 
-def throughput(embed: Callable[[list[str]], Any], texts: list[str], chunk: int = 256) -> float:
-    """Passages per second, fed in the index build's chunks of 256 (after a small warm-up)."""
+def throughput(
+    embed: Callable[[list[str]], Any], texts: list[str], label: str = "", chunk: int = 256
+) -> float:
+    """Passages per second, fed in the index build's chunks of 256 (after a small warm-up);
+    ``label`` names its progress (a bar on a terminal, lines in a log)."""
     embed(texts[:32])
     t0 = time.perf_counter()
     for start in range(0, len(texts), chunk):
         embed(texts[start : start + chunk])
+        if label:
+            PROGRESS(label, min(start + chunk, len(texts)), len(texts))
     return len(texts) / (time.perf_counter() - t0)
 
 
@@ -103,11 +116,11 @@ def section_throughput(log: Callable[[str], None], synthetic: int, torch_n: int)
     for backend in BACKENDS:
         emb = make(backend)
         emb.embed_array(["load and, once, export"])
-        rate = throughput(emb.embed_array, hotpot)
+        rate = throughput(emb.embed_array, hotpot, f"hotpot {backend}")
         out["hotpot"][backend] = round(rate, 1)
         log(f"hotpot {backend}: {rate:.1f} passages/s")
         n = min(torch_n, synthetic) if backend == "torch" else synthetic
-        rate = throughput(emb.embed_array, syn[:n])
+        rate = throughput(emb.embed_array, syn[:n], f"synthetic {backend}")
         out["synthetic"][backend] = {"passages": n, "per_s": round(rate, 1)}
         log(f"synthetic {n} {backend}: {rate:.1f} passages/s")
         if backend != "torch" and n > torch_n:  # the torch run's texts, for a like-for-like rate
@@ -250,7 +263,9 @@ def section_precision(log: Callable[[str], None], workdir: Path) -> dict:
         for label, source in sets:
             rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
             path = root / f"index-{source.stem}"
-            build_index(path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL)
+            build_index(
+                path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL, progress=PROGRESS
+            )
             row[label] = _recall(IndexDir.open(path), emb, [r for r in rows if r])
         out[variant] = row
         log(f"precision {variant}: {row}")
@@ -317,7 +332,9 @@ def section_recall(log: Callable[[str], None], workdir: Path) -> dict:
             emb.embed_array(["load"])
             path = workdir / f"{source.stem}-{backend}"
             t0 = time.perf_counter()
-            report = build_index(path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL)
+            report = build_index(
+                path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL, progress=PROGRESS
+            )
             built = time.perf_counter() - t0
             per[backend] = {"build_s": round(built, 1), "passages": report.total}
             per[backend].update(_recall(IndexDir.open(path), emb, rows))
@@ -472,7 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         loadavg_start=round(os.getloadavg()[0], 2),
     )
-    with tempfile.TemporaryDirectory(prefix="hoptree-embed-bench-") as tmp:
+    global PROGRESS
+    with (
+        tempfile.TemporaryDirectory(prefix="hoptree-embed-bench-") as tmp,
+        stage_progress(every_s=15.0) as PROGRESS,
+    ):
         for section in args.sections:
             log(f"section {section}")
             if section == "throughput":
