@@ -13,6 +13,7 @@ Scores are percentages; charts use matplotlib's object API on the Agg canvas, as
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -302,7 +303,8 @@ def load_quality_runs(
     for (path, metrics, rows), pipeline in zip(loaded, pipelines, strict=True):
         label = pipeline if pipelines.count(pipeline) == 1 else f"{pipeline} ({path.name})"
         kept = [r for r in rows if r["id"] in keep]
-        runs.append((label, {**metrics, **rescore(kept)}))
+        outcomes = {r["id"]: bool(r.get("correct")) for r in kept}
+        runs.append((label, {**metrics, **rescore(kept), "outcomes": outcomes}))
     order = _ordered([label for label, _ in runs])
     trees: dict[str, dict[str, Any]] = {}
     for path, _, _ in loaded:
@@ -316,6 +318,28 @@ def _gain(runs: dict[str, dict[str, Any]], a: str, b: str, key: str) -> str:
         return "n/a"
     x, y = runs[a].get(key), runs[b].get(key)
     return "n/a" if x is None or y is None else f"{x - y:+.1f}"
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test over the questions two pipelines disagree on: the chance of a
+    split at least this uneven if each were equally likely to be the one that is right."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def _paired(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
+    """Questions ``a`` gets right and ``b`` wrong, the reverse, and the sign test's p: with a
+    few dozen questions a gain of several points can be one or two questions."""
+    if a not in runs or b not in runs:
+        return "n/a"
+    first, second = runs[a].get("outcomes") or {}, runs[b].get("outcomes") or {}
+    shared = first.keys() & second.keys()
+    wins = sum(1 for q in shared if first[q] and not second[q])
+    losses = sum(1 for q in shared if second[q] and not first[q])
+    return f"{wins} / {losses} (p {sign_test_p(wins, losses):.2f})"
 
 
 def comparison_markdown(
@@ -340,16 +364,21 @@ def comparison_markdown(
         "",
         "## What the tree adds (points of accuracy)",
         "",
-        "| comparison | here: accuracy | here: HARD | papers |",
-        "|---|---:|---:|---|",
-        f"| tree-gmm minus leaves | {_gain(by_name, 'tree-gmm', 'leaves', 'accuracy')} | "
-        f"{_gain(by_name, 'tree-gmm', 'leaves', 'accuracy_hard')} | {PAPERS[0][1]} |",
-        f"| tree-leiden minus leaves | {_gain(by_name, 'tree-leiden', 'leaves', 'accuracy')} | "
-        f"{_gain(by_name, 'tree-leiden', 'leaves', 'accuracy_hard')} | {PAPERS[0][1]} |",
-        f"| tree-leiden minus tree-gmm | "
-        f"{_gain(by_name, 'tree-leiden', 'tree-gmm', 'accuracy')} | "
-        f"{_gain(by_name, 'tree-leiden', 'tree-gmm', 'accuracy_hard')} | {PAPERS[1][1]} |",
+        "| comparison | here: accuracy | here: HARD | right only in the first / only in the "
+        "second (sign test) | papers |",
+        "|---|---:|---:|---:|---|",
     ]
+    for a, b, paper in (
+        ("tree-gmm", "leaves", PAPERS[0][1]),
+        ("tree-leiden", "leaves", PAPERS[0][1]),
+        ("tree-gmm", "bm25", PAPERS[0][1]),
+        ("tree-leiden", "bm25", PAPERS[0][1]),
+        ("tree-leiden", "tree-gmm", PAPERS[1][1]),
+    ):
+        lines.append(
+            f"| {a} minus {b} | {_gain(by_name, a, b, 'accuracy')} | "
+            f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | {paper} |"
+        )
     totals = tree_totals(trees)
     if totals:
         lines += [

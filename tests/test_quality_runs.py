@@ -191,5 +191,18 @@ async def test_the_report_compares_pipelines_on_common_questions_with_tree_stats
     table = [line for line in text.splitlines() if line.startswith("| leaves |")]
     assert table and "| 3 | 66.7 | 100.0 (1) | 0.0% |" in table[0]
     assert "| tree-leiden minus tree-gmm | +0.0 |" in text
+    paired = [line for line in text.splitlines() if line.startswith("| tree-gmm minus leaves |")]
+    assert paired and paired[0].split(" | ")[3].endswith("(p 1.00)")  # same answers: no split
+    assert "| tree-gmm minus bm25 | n/a |" in text  # no bm25 run given
     assert "## Trees per clustering method" in text and "| gmm | 1 |" in text
     assert "fewer" in text and "34 vs 141 (-76%)" in text
+
+
+def test_the_sign_test_counts_only_the_questions_two_pipelines_disagree_on() -> None:
+    from evals.quality_report import sign_test_p
+
+    assert sign_test_p(0, 0) == 1.0
+    assert sign_test_p(3, 3) == 1.0
+    assert sign_test_p(5, 0) == 2 / 32  # five of five one way: 2 * (1/2)^5
+    assert abs(sign_test_p(8, 2) - 0.109375) < 1e-9  # 2 * (1 + 10 + 45) / 1024
+    assert sign_test_p(2, 8) == sign_test_p(8, 2)
