@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langchain_openai.chat_models.base import BaseChatOpenAI, _convert_to_openai_response_format
+from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import BaseModel
 
 from searchers.searcher import BudgetMeter
@@ -129,7 +129,7 @@ def bound_to_schema(
     if cached is not None and cached[0] is chat:
         return cached[1]
     runnable = capped(chat, max_tokens).bind(
-        response_format=_convert_to_openai_response_format(schema, strict=None),
+        response_format=schema,  # langchain-openai's documented form; the client parses into it
         ls_structured_output_format={
             "kwargs": {"method": "json_schema", "strict": None},
             "schema": convert_to_openai_tool(schema),
