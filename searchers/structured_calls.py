@@ -5,6 +5,7 @@ the token limit is read as far as it got (``searchers.truncated_json``) rather t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -49,27 +50,44 @@ def truncated_text(exc: BaseException) -> str | None:
     return content if isinstance(content, str) and content else None
 
 
-_RUNNABLES: dict[tuple[int, type[BaseModel], int | None], tuple[BaseChatModel, Runnable]] = {}
+_Cache = dict[tuple[int, type[BaseModel], int | None], tuple[BaseChatModel, Runnable]]
+_RUNNABLES: _Cache = {}  # the parser chains of ``structured``
+_BOUND: _Cache = {}  # the bound models of ``bound_to_schema``
 _MAX_RUNNABLES = 64
+
+
+def _built_once(
+    cache: _Cache,
+    chat: BaseChatModel,
+    schema: type[BaseModel],
+    max_tokens: int | None,
+    build: Callable[[BaseChatModel], Runnable],
+) -> Runnable:
+    """``build(capped model)``, once per (model, schema, limit). The entry keeps its model alive
+    and checks identity, so a recycled ``id`` cannot return another model's runnable."""
+    key = (id(chat), schema, max_tokens)
+    cached = cache.get(key)
+    if cached is not None and cached[0] is chat:
+        return cached[1]
+    runnable = build(capped(chat, max_tokens))
+    if len(cache) >= _MAX_RUNNABLES:
+        cache.clear()  # a handful of models and schemas in practice; bounded anyway
+    cache[key] = (chat, runnable)
+    return runnable
 
 
 def structured(chat: BaseChatModel, schema: type[T], max_tokens: int | None) -> Runnable:
     """``chat`` bound to reply with ``schema``, built once per (model, schema, limit): building
     it writes the JSON schema out twice and copies the model, which cost about a fifth of a
     planner run's CPU when every call rebuilt it (100 ms a run against a stub endpoint, where
-    the server's CPU is what concurrent runs queue for). The entry keeps its model alive and
-    checks identity, so a recycled ``id`` cannot return another model's runnable."""
-    key = (id(chat), schema, max_tokens)
-    cached = _RUNNABLES.get(key)
-    if cached is not None and cached[0] is chat:
-        return cached[1]
-    runnable = capped(chat, max_tokens).with_structured_output(
-        schema, method="json_schema", include_raw=True
+    the server's CPU is what concurrent runs queue for)."""
+    return _built_once(
+        _RUNNABLES,
+        chat,
+        schema,
+        max_tokens,
+        lambda model: model.with_structured_output(schema, method="json_schema", include_raw=True),
     )
-    if len(_RUNNABLES) >= _MAX_RUNNABLES:
-        _RUNNABLES.clear()  # a handful of models and schemas in practice; bounded anyway
-    _RUNNABLES[key] = (chat, runnable)
-    return runnable
 
 
 async def ask(
@@ -107,9 +125,6 @@ async def ask(
     return Reply(None, f"{step}: unparseable reply ({str(problem)[:200] or 'empty'})")
 
 
-_BOUND: dict[tuple[int, type[BaseModel], int | None], tuple[BaseChatModel, Runnable]] = {}
-
-
 def bound_to_schema(
     chat: BaseChatModel, schema: type[T], max_tokens: int | None
 ) -> Runnable | None:
@@ -124,21 +139,19 @@ def bound_to_schema(
     the OpenAI API serves without structured outputs keep the chain (it falls back to tools)."""
     if not isinstance(chat, BaseChatOpenAI) or _no_structured_outputs(chat.model_name):
         return None
-    key = (id(chat), schema, max_tokens)
-    cached = _BOUND.get(key)
-    if cached is not None and cached[0] is chat:
-        return cached[1]
-    runnable = capped(chat, max_tokens).bind(
-        response_format=schema,  # langchain-openai's documented form; the client parses into it
-        ls_structured_output_format={
-            "kwargs": {"method": "json_schema", "strict": None},
-            "schema": convert_to_openai_tool(schema),
-        },
+    return _built_once(
+        _BOUND,
+        chat,
+        schema,
+        max_tokens,
+        lambda model: model.bind(
+            response_format=schema,  # langchain-openai's documented form; the client parses it
+            ls_structured_output_format={
+                "kwargs": {"method": "json_schema", "strict": None},
+                "schema": convert_to_openai_tool(schema),
+            },
+        ),
     )
-    if len(_BOUND) >= _MAX_RUNNABLES:
-        _BOUND.clear()
-    _BOUND[key] = (chat, runnable)
-    return runnable
 
 
 def _no_structured_outputs(model: str | None) -> bool:
