@@ -234,15 +234,18 @@ def section_precision(log: Callable[[str], None], workdir: Path) -> dict:
     names = [n.name for n in onnx.load(str(fp32_file)).graph.node if n.op_type == "MatMul"]
     texts = corpus_texts("hotpotqa/dev_hard_300_a.jsonl")[:PRECISION_TEXTS]
     reference = fp32.embed_array(texts)
-    sets = [(label, SHARED / rel) for label, rel in RECALL_SETS]
+    sets = []  # (label, source file, its question rows): read once for every variant
+    for label, rel in RECALL_SETS:
+        lines = (SHARED / rel).read_text(encoding="utf-8").splitlines()
+        sets.append((label, SHARED / rel, [json.loads(line) for line in lines if line]))
     out: dict[str, Any] = {"texts": len(texts)}
     for i, (variant, keep) in enumerate(PRECISION_VARIANTS.items()):
         root = workdir / f"precision-{i}"
+        root.mkdir()
         excluded = [n for n in names if any(k in n for k in keep)]
-        target = ensure_export(fp32.layout, root, "onnx")  # fp32 file and its record
-        quantized = target.with_name(f"{target.stem}-int8.onnx")
+        quantized = root / "model-int8.onnx"  # from the one fp32 export, not one per variant
         quantize_dynamic(
-            str(target),
+            str(fp32_file),
             str(quantized),
             per_channel=True,
             weight_type=QuantType.QInt8,
@@ -260,13 +263,12 @@ def section_precision(log: Callable[[str], None], workdir: Path) -> dict:
             "cosine_mean": round(float(cos.mean()), 4),
             "cosine_p5": round(float(np.percentile(cos, 5)), 4),
         }
-        for label, source in sets:
-            rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+        for label, source, rows in sets:
             path = root / f"index-{source.stem}"
             build_index(
                 path, [SourceSpec(source)], embeddings=emb, embedding_model=MODEL, progress=PROGRESS
             )
-            row[label] = _recall(IndexDir.open(path), emb, [r for r in rows if r])
+            row[label] = _recall(IndexDir.open(path), emb, rows)
         out[variant] = row
         log(f"precision {variant}: {row}")
     return out
