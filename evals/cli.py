@@ -168,6 +168,14 @@ def run_command(
             help="QuALITY: tokens of context every pipeline hands the reader",
         ),
     ] = DEFAULT_CONTEXT_TOKENS,
+    tree_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tree-option",
+            help="QuALITY tree pipelines: KEY=VALUE to build a variant tree (repeatable), e.g. "
+            "leaves=semantic, max_words=200, base_resolution=3 (see `hoptree eval pipelines`)",
+        ),
+    ] = None,
 ) -> None:
     """Run a pipeline over a question file; rerun the same command to resume. A QuALITY file
     (multiple choice over long articles) indexes each article and builds its trees as needed."""
@@ -189,6 +197,7 @@ def run_command(
         offset=offset,
         concurrency=concurrency,
         index=index,
+        tree_options=tuple(tree_option or ()),
     )
     try:  # everything checkable without a model, checked first
         config.check()
@@ -202,6 +211,8 @@ def run_command(
             load_articles(dataset)
         else:
             get_pipeline(pipeline)
+            if tree_option:
+                raise EvalRunError("--tree-option applies to QuALITY runs only")
         if k < 1 or (passage_chars is not None and passage_chars < 20):
             raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
         if context_tokens < 100:
@@ -450,6 +461,14 @@ def pipelines_command() -> None:
     for q in QUALITY_PIPELINES.values():
         quality.add_row(q.name, ", ".join(q.needs), q.description)
     out.print(quality)
+    from evals.quality_corpora import CLUSTERER_KEYS, TREE_KEYS
+
+    out.print(
+        "--tree-option KEY=VALUE (tree pipelines): "
+        + ", ".join(TREE_KEYS)
+        + "; "
+        + "; ".join(f"{name} only: {', '.join(keys)}" for name, keys in CLUSTERER_KEYS.items())
+    )
 
 
 @eval_app.command("quality-report")

@@ -19,8 +19,8 @@ import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from evals.corpora import EVAL_INDEX_SUBDIR, Corpus, CorpusSetupError, open_corp
 from evals.quality_data import Article
 from searchers.passages import Passage
 from tree.build import ProgressFn, TreeBuilder, TreeBuildError, TreeConfig
+from tree.clustering import GMMClusterer, LeidenClusterer
 from tree.journal import BuildJournal
 from tree.leaves import DEFAULT_CHUNK_TOKENS, chunk_text
 from tree.report import tree_report
@@ -81,17 +82,101 @@ def leaf_passages(article: Article) -> list[Passage]:
     ]
 
 
-def tree_config(settings: Settings, clustering: str) -> TreeConfig:
+# What a QuALITY tree variant may change (``--tree-option KEY=VALUE``): the tree's own settings
+# (``leaves=semantic`` is enhanced RAPTOR's leaf rule) and the named clusterer's parameters.
+# Left out: the chunk size (the leaf index the other pipelines search is cut at the default),
+# the seed and the run-only knobs.
+TREE_KEYS = (
+    "leaves",
+    "max_words",
+    "max_layers",
+    "max_cluster_tokens",
+    "semantic_threshold",
+    "semantic_min_tokens",
+    "semantic_max_tokens",
+)
+_CLUSTERER_FIXED = ("name", "seed", "max_cluster_tokens")
+CLUSTERER_KEYS = {
+    "gmm": tuple(f.name for f in fields(GMMClusterer) if f.name not in _CLUSTERER_FIXED),
+    "leiden": tuple(f.name for f in fields(LeidenClusterer) if f.name not in _CLUSTERER_FIXED),
+}
+
+
+def _option_value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_tree_options(items: Sequence[str]) -> dict[str, Any]:
+    """``["base_resolution=3", "leaves=semantic"]`` -> ``{"base_resolution": 3, ...}``; numbers
+    become numbers. Which keys a clustering accepts is checked by ``tree_config``."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise CorpusSetupError(f"tree option {item!r}: expected KEY=VALUE")
+        if key in options:
+            raise CorpusSetupError(f"tree option {key!r} given twice")
+        options[key] = _option_value(value)
+    return options
+
+
+def variant_label(options: Mapping[str, Any]) -> str:
+    """The options as a short, stable label (``""`` for the defaults)."""
+    return ", ".join(f"{key}={options[key]}" for key in sorted(options))
+
+
+def tree_config(
+    settings: Settings, clustering: str, options: Mapping[str, Any] | None = None
+) -> TreeConfig:
     """The tree settings of every QuALITY tree: ``hoptree tree build``'s defaults, with as many
-    summaries at once as the model has decoding slots."""
-    if clustering not in CLUSTERINGS:
-        raise CorpusSetupError(f"unknown clustering {clustering!r}; expected gmm or leiden")
-    return TreeConfig(
-        clustering=clustering,
-        chunk_tokens=DEFAULT_CHUNK_TOKENS,
+    summaries at once as the model has decoding slots, and ``options`` (``TREE_KEYS`` and the
+    clusterer's ``CLUSTERER_KEYS``) changed for a variant."""
+    return _config(
+        clustering,
+        options or {},
         concurrency=settings.llm.local_parallel if settings.llm.embedded else 4,
         call_timeout_s=max(MIN_SUMMARY_TIMEOUT_S, settings.llm.timeout_s),
     )
+
+
+def check_tree_options(clustering: str, options: Mapping[str, Any]) -> None:
+    """Refuse unknown keys and bad values before any model starts."""
+    _config(clustering, options, concurrency=1, call_timeout_s=MIN_SUMMARY_TIMEOUT_S)
+
+
+def _config(
+    clustering: str, options: Mapping[str, Any], *, concurrency: int, call_timeout_s: float
+) -> TreeConfig:
+    if clustering not in CLUSTERINGS:
+        raise CorpusSetupError(f"unknown clustering {clustering!r}; expected gmm or leiden")
+    known = (*TREE_KEYS, *CLUSTERER_KEYS[clustering])
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise CorpusSetupError(
+            f"unknown tree option(s) for {clustering}: {', '.join(unknown)}; "
+            f"known: {', '.join(known)}"
+        )
+    shape = {k: v for k, v in options.items() if k in TREE_KEYS}
+    clusterer = {k: v for k, v in options.items() if k not in TREE_KEYS}
+    try:
+        config = TreeConfig(
+            clustering=clustering,
+            chunk_tokens=DEFAULT_CHUNK_TOKENS,
+            concurrency=concurrency,
+            call_timeout_s=call_timeout_s,
+            clustering_options=clusterer,
+            **shape,
+        )
+        config.shape()  # builds the clusterer: a bad value fails here, not mid-run
+    except (TypeError, ValueError) as exc:
+        raise CorpusSetupError(f"tree options {variant_label(options)}: {exc}") from exc
+    return config
 
 
 def tree_dir(base: Path, config: TreeConfig) -> Path:
@@ -129,7 +214,15 @@ def ensure_article_index(
     return index
 
 
-def tree_stats(tree: Tree, article: Article, clustering: str) -> dict[str, Any]:
+def tree_key(clustering: str, options: Mapping[str, Any] | None = None) -> str:
+    """How reports name a tree: its clustering, and a variant's options in brackets."""
+    label = variant_label(options or {})
+    return f"{clustering} [{label}]" if label else clustering
+
+
+def tree_stats(
+    tree: Tree, article: Article, clustering: str, options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """What the issue asks per article and tree: its shape, the summaries' LLM cost (as
     recorded when they were written, so cached rebuilds still report it) and the build time.
     ``build_seconds`` is the run that finished the tree; ``build_timing_complete`` says whether
@@ -140,6 +233,8 @@ def tree_stats(tree: Tree, article: Article, clustering: str) -> dict[str, Any]:
         "article_id": article.id,
         "title": article.title,
         "clustering": clustering,
+        "tree": tree_key(clustering, options),
+        "options": dict(options or {}),
         "leaves": report["leaves"],
         "layers": report["layers"],
         "summary_nodes": report["summary_nodes"],
@@ -197,11 +292,13 @@ async def prepare_article(
     needs: Collection[str],
     *,
     clustering: str | None = None,
+    tree_options: Mapping[str, Any] | None = None,
     context_tokens: int,
     progress: ProgressFn | None = None,
 ) -> ArticleCorpus:
     """The retrievers ``needs`` names over one article: "sparse"/"dense" from its leaf index,
-    "tree" from its tree built with ``clustering`` (packed into ``context_tokens``)."""
+    "tree" from its tree built with ``clustering`` and ``tree_options`` (packed into
+    ``context_tokens``)."""
     if embeddings is None:
         raise CorpusSetupError("QuALITY runs embed every article's leaves: no embedding model")
     base = article_dir(settings, article)
@@ -217,7 +314,7 @@ async def prepare_article(
     if "tree" in needs:
         if clustering is None:
             raise CorpusSetupError("a tree pipeline must name its clustering method")
-        config = tree_config(settings, clustering)
+        config = tree_config(settings, clustering, tree_options)
         try:
             tree = await ensure_tree(
                 chat,
@@ -231,7 +328,7 @@ async def prepare_article(
         except (TreeStoreError, TreeBuildError) as exc:  # e.g. another run builds it now
             raise CorpusSetupError(f"article {article.id}: {exc}") from exc
         retrievers["tree"] = TreeRetriever(tree, embeddings, token_budget=context_tokens)
-        stats = tree_stats(tree, article, clustering)
+        stats = tree_stats(tree, article, clustering, tree_options)
     return ArticleCorpus(
         name=f"quality:{article.id}",
         retrievers=retrievers,
@@ -240,9 +337,15 @@ async def prepare_article(
     )
 
 
+def entry_key(entry: Mapping[str, Any]) -> str:
+    """One tree stats entry per article and tree (entries written before variants existed
+    name only the clustering)."""
+    return f"{entry['article_id']}/{entry.get('tree') or entry.get('clustering')}"
+
+
 @dataclass
 class TreeLog:
-    """Tree stats by (article, clustering), kept in a run directory's ``trees.json``. A stored
+    """Tree stats by (article, tree), kept in a run directory's ``trees.json``. A stored
     tree keeps the stats of the build that made it, so a run that only loads the tree records
     that build's time and cost."""
 
@@ -259,11 +362,11 @@ class TreeLog:
                 data = []
             for entry in data if isinstance(data, list) else []:
                 if isinstance(entry, dict) and "article_id" in entry:
-                    entries[f"{entry['article_id']}/{entry.get('clustering')}"] = entry
+                    entries[entry_key(entry)] = entry
         return cls(path, entries)
 
     def add(self, stats: dict[str, Any]) -> None:
-        self.entries[f"{stats['article_id']}/{stats['clustering']}"] = stats
+        self.entries[entry_key(stats)] = stats
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(list(self.entries.values()), indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.path)

@@ -84,12 +84,19 @@ def rescore(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {**aggregate(rows), **quality_means(rows)}
 
 
+def tree_name(entry: dict[str, Any]) -> str:
+    """``gmm``, ``leiden``, or a variant such as ``leiden [base_resolution=3]`` (entries written
+    before variants existed name only their clustering)."""
+    return str(entry.get("tree") or entry.get("clustering"))
+
+
 def tree_totals(entries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per clustering method: articles, summary nodes (total and per article), LLM calls and
-    tokens of the summaries, and build seconds over the builds that timed themselves whole."""
+    """Per tree (clustering method or variant): articles, summary nodes (total and per
+    article), LLM calls and tokens of the summaries, and build seconds over the builds that
+    timed themselves whole."""
     totals: dict[str, dict[str, Any]] = {}
-    for clustering in sorted({str(e.get("clustering")) for e in entries}):
-        group = [e for e in entries if str(e.get("clustering")) == clustering]
+    for clustering in sorted({tree_name(e) for e in entries}):
+        group = [e for e in entries if tree_name(e) == clustering]
         timed = [e for e in group if e.get("build_timing_complete") and e.get("build_seconds")]
         nodes = [int(e.get("summary_nodes") or 0) for e in group]
         totals[clustering] = {
@@ -184,16 +191,16 @@ def plot_run(metrics: dict[str, Any], path: Path) -> Path:
 
 def _tree_rows(entries: Sequence[dict[str, Any]]) -> list[str]:
     lines = [
-        "| article | clustering | leaves | layers | summary nodes | children/parent | "
+        "| article | tree | leaves | layers | summary nodes | children/parent | "
         "LLM calls | build s |",
         "|---|---|---:|---|---:|---:|---:|---:|",
     ]
-    for e in sorted(entries, key=lambda e: (str(e["article_id"]), str(e["clustering"]))):
+    for e in sorted(entries, key=lambda e: (str(e["article_id"]), tree_name(e))):
         seconds = _fmt(e.get("build_seconds"), 0)
         if not e.get("build_timing_complete"):
             seconds += " (resumed or cached)"
         lines.append(
-            f"| {e['article_id']} {str(e.get('title', ''))[:28]} | {e['clustering']} | "
+            f"| {e['article_id']} {str(e.get('title', ''))[:28]} | {tree_name(e)} | "
             f"{e.get('leaves')} | {e.get('layers')} | {e.get('summary_nodes')} | "
             f"{_fmt(e.get('mean_children'), 2)} | {e.get('llm_calls')} | {seconds} |"
         )
@@ -275,8 +282,21 @@ def write_run_report(
 
 
 def _ordered(labels: Sequence[str]) -> list[int]:
+    """The paper's order, each variant after the pipeline it varies."""
     rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
-    return sorted(range(len(labels)), key=lambda i: (rank.get(labels[i], 99), labels[i]))
+
+    def key(i: int) -> tuple[int, str]:
+        return rank.get(labels[i].split(" [")[0], 99), labels[i]
+
+    return sorted(range(len(labels)), key=key)
+
+
+def run_label(metrics: dict[str, Any]) -> str:
+    """A run's pipeline, with a tree variant's options in brackets."""
+    options = metrics.get("tree_options") or {}
+    variant = ", ".join(f"{key}={options[key]}" for key in sorted(options))
+    pipeline = str(metrics.get("pipeline"))
+    return f"{pipeline} [{variant}]" if variant else pipeline
 
 
 def load_quality_runs(
@@ -298,7 +318,7 @@ def load_quality_runs(
     keep = set.intersection(*ids) if common else set.union(*ids)
     if not keep:
         raise ReportError("the runs have no finished question in common")
-    pipelines = [str(m.get("pipeline")) for _, m, _ in loaded]
+    pipelines = [run_label(m) for _, m, _ in loaded]
     runs = []
     for (path, metrics, rows), pipeline in zip(loaded, pipelines, strict=True):
         label = pipeline if pipelines.count(pipeline) == 1 else f"{pipeline} ({path.name})"
@@ -306,10 +326,13 @@ def load_quality_runs(
         outcomes = {r["id"]: bool(r.get("correct")) for r in kept}
         runs.append((label, {**metrics, **rescore(kept), "outcomes": outcomes}))
     order = _ordered([label for label, _ in runs])
+    articles = {str(r.get("article_id")) for _, _, rows in loaded for r in rows if r["id"] in keep}
     trees: dict[str, dict[str, Any]] = {}
-    for path, _, _ in loaded:
+    for path, _, _ in loaded:  # the trees of the articles compared, not of every article run
         for entry in read_trees(path):
-            trees[f"{entry.get('article_id')}/{entry.get('clustering')}"] = entry
+            if str(entry.get("article_id")) not in articles:
+                continue
+            trees[f"{entry.get('article_id')}/{tree_name(entry)}"] = entry
     return [runs[i] for i in order], list(trees.values()), len(keep)
 
 
@@ -368,13 +391,19 @@ def comparison_markdown(
         "second (sign test) | papers |",
         "|---|---:|---:|---:|---|",
     ]
-    for a, b, paper in (
+    pairs = [
         ("tree-gmm", "leaves", PAPERS[0][1]),
         ("tree-leiden", "leaves", PAPERS[0][1]),
         ("tree-gmm", "bm25", PAPERS[0][1]),
         ("tree-leiden", "bm25", PAPERS[0][1]),
         ("tree-leiden", "tree-gmm", PAPERS[1][1]),
-    ):
+    ]
+    if "full" in by_name:
+        pairs += [("full", "leaves", "(not in the papers)"), ("full", "tree-leiden", "(ditto)")]
+    for label, m in runs:  # a variant against the tree it varies and against the leaves
+        if label != m.get("pipeline") and str(m.get("pipeline")).startswith("tree-"):
+            pairs += [(label, str(m["pipeline"]), "(a variant)"), (label, "leaves", "(a variant)")]
+    for a, b, paper in pairs:
         lines.append(
             f"| {a} minus {b} | {_gain(by_name, a, b, 'accuracy')} | "
             f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | {paper} |"
@@ -397,10 +426,14 @@ def comparison_markdown(
                 f"{_fmt(t['build_seconds'], 0)} ({t['timed_builds']}) |"
             )
         if "gmm" in totals and "leiden" in totals and totals["gmm"]["summary_nodes"]:
-            both = {str(e["article_id"]) for e in trees if e.get("clustering") == "gmm"} & {
-                str(e["article_id"]) for e in trees if e.get("clustering") == "leiden"
+            both = {str(e["article_id"]) for e in trees if tree_name(e) == "gmm"} & {
+                str(e["article_id"]) for e in trees if tree_name(e) == "leiden"
             }
-            paired = [e for e in trees if str(e["article_id"]) in both]
+            paired = [
+                e
+                for e in trees
+                if str(e["article_id"]) in both and tree_name(e) in ("gmm", "leiden")
+            ]
             pair_totals = tree_totals(paired)
             gmm, leiden = (
                 pair_totals["gmm"]["summary_nodes"],
@@ -457,9 +490,7 @@ def plot_comparison(
     if totals:
         right = figure.add_subplot(1, panels, 2)
         articles = sorted({str(e["article_id"]) for e in trees})
-        nodes = {
-            (str(e["article_id"]), str(e["clustering"])): e.get("summary_nodes") for e in trees
-        }
+        nodes = {(str(e["article_id"]), tree_name(e)): e.get("summary_nodes") for e in trees}
         plot_bars(
             articles,
             [(c, [nodes.get((a, c)) for a in articles]) for c in totals],

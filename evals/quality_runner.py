@@ -25,8 +25,16 @@ from typing import Any
 
 from rich.console import Console
 
+from evals.corpora import CorpusSetupError
 from evals.pipelines import EvalContext, SpentError
-from evals.quality_corpora import ArticleCorpus, TreeLog, prepare_article, tree_config
+from evals.quality_corpora import (
+    ArticleCorpus,
+    TreeLog,
+    check_tree_options,
+    parse_tree_options,
+    prepare_article,
+    tree_config,
+)
 from evals.quality_data import LETTERS, Article, ChoiceQuestion, load_articles, select_questions
 from evals.quality_pipelines import ChoiceOutput, QualityPipeline, get_quality_pipeline
 from evals.quality_report import TREES_FILE, rescore, tree_totals, write_run_report
@@ -57,6 +65,21 @@ def check_config(config: RunConfig) -> None:
         raise EvalRunError("QuALITY runs search each article on its own; --setting does not apply")
     if config.index is not None:
         raise EvalRunError("QuALITY runs build an index per article; --index does not apply")
+    tree_options(config)
+
+
+def tree_options(config: RunConfig) -> dict[str, Any]:
+    """The run's ``--tree-option`` settings, checked against its pipeline's clustering."""
+    spec = get_quality_pipeline(config.pipeline)
+    try:
+        options = parse_tree_options(config.tree_options)
+        if options and spec.clustering is None:
+            raise EvalRunError(f"pipeline {spec.name} builds no tree; --tree-option does not apply")
+        if spec.clustering is not None:
+            check_tree_options(spec.clustering, options)
+    except CorpusSetupError as exc:
+        raise EvalRunError(str(exc)) from exc
+    return options
 
 
 def choice_row(question: ChoiceQuestion, output: ChoiceOutput) -> dict[str, Any]:
@@ -193,7 +216,8 @@ async def run_quality(
     articles = load_articles(dataset)
     questions = select_questions(articles, config.offset, config.limit)
     sha256 = file_sha256(dataset)
-    tree = tree_config(ctx.settings, spec.clustering).shape() if spec.clustering else None
+    options = tree_options(config)
+    tree = tree_config(ctx.settings, spec.clustering, options).shape() if spec.clustering else None
     identity = {
         "dataset_sha256": sha256,
         "dataset": dataset_label(dataset),
@@ -235,6 +259,7 @@ async def run_quality(
                     article,
                     spec.needs,
                     clustering=spec.clustering,
+                    tree_options=options,
                     context_tokens=ctx.context_tokens,
                     progress=lines.tree_events(article, spec.clustering or ""),
                 )
@@ -258,6 +283,7 @@ async def run_quality(
         "model": ctx.model_label,
         "context_tokens": ctx.context_tokens,
         "clustering": spec.clustering,
+        "tree_options": options,
         "trees": tree_totals(tree_entries),
         "limit": config.limit,
         "offset": config.offset,

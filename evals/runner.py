@@ -123,6 +123,7 @@ class RunConfig:
     concurrency: int = 1
     index: Path | None = None  # open setting: use this index instead of building one
     progress: bool | None = None  # None: a bar on a terminal, else one line per question
+    tree_options: tuple[str, ...] = ()  # QuALITY tree pipelines: KEY=VALUE tree settings
 
     def check(self) -> None:
         if self.setting not in SETTINGS:

@@ -31,6 +31,10 @@ def test_run_refuses_bad_options_for_a_quality_file_before_any_model(tmp_path: P
         (["--pipeline", "dense"], "unknown pipeline 'dense' for a QuALITY file"),
         (["--pipeline", "leaves", "--setting", "distractor"], "--setting does not apply"),
         (["--pipeline", "leaves", "--context-tokens", "50"], "--context-tokens must be >= 100"),
+        (["--pipeline", "leaves", "--tree-option", "max_words=50"], "builds no tree"),
+        (["--pipeline", "tree-gmm", "--tree-option", "base_k=5"], "unknown tree option(s) for gmm"),
+        (["--pipeline", "tree-leiden", "--tree-option", "base_k"], "expected KEY=VALUE"),
+        (["--pipeline", "tree-leiden", "--tree-option", "leaves=sentences"], "leaves must be"),
     ):
         result = runner.invoke(
             eval_app,
@@ -40,6 +44,15 @@ def test_run_refuses_bad_options_for_a_quality_file_before_any_model(tmp_path: P
         assert result.exit_code == 2, result.output
         assert message in result.output
     assert not (tmp_path / "run").exists()
+    hotpot = tmp_path / "hotpot.jsonl"
+    hotpot.write_text('{"_id": "q1", "question": "Who?", "answer": "x", "context": []}\n')
+    result = runner.invoke(
+        eval_app,
+        ["run", "--dataset", str(hotpot), "--out", str(tmp_path / "h"), "--pipeline", "bm25",
+         "--tree-option", "max_words=50"],
+        terminal_width=200,
+    )  # fmt: skip
+    assert result.exit_code == 2 and "--tree-option applies to QuALITY runs only" in result.output
 
 
 async def test_quality_report_prints_and_writes_the_comparison(

@@ -144,6 +144,40 @@ async def test_tree_pipelines_build_the_tree_once_and_record_summary_context(
     assert reused["build_seconds"] == trees["build_seconds"]  # the build's own time, kept
 
 
+async def test_a_tree_variant_builds_its_own_tree_and_reports_beside_the_default(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    base, variant = tmp_path / "tree-leiden", tmp_path / "tree-leiden-fine"
+    await run(eval_settings, embeddings, base, "tree-leiden")
+    options = ("base_resolution=0.5", "max_words=40")
+    metrics, chat = await run(
+        eval_settings, embeddings, variant, "tree-leiden", tree_options=options
+    )
+    assert metrics["tree_options"] == {"base_resolution": 0.5, "max_words": 40}
+    assert chat.count("summary") >= 1  # not the default tree: built anew
+    [article] = load_articles(TINY)
+    trees = sorted(article_dir(eval_settings, article).glob("tree-leiden-*"))
+    assert len(trees) == 2
+    shapes = [load_tree(path).config for path in trees]
+    assert sorted(shape["clusterer"]["base_resolution"] for shape in shapes) == [0.5, 1.0]
+    assert sorted(shape["max_words"] for shape in shapes) == [40, 100]
+    [entry] = json.loads((variant / "trees.json").read_text())
+    assert entry["tree"] == "leiden [base_resolution=0.5, max_words=40]"
+    assert entry["clustering"] == "leiden" and entry["options"] == metrics["tree_options"]
+    # the run directory holds that variant: the default (or another variant) is refused
+    with pytest.raises(EvalRunError, match="holds another run"):
+        await run(eval_settings, embeddings, variant, "tree-leiden")
+    leaves = tmp_path / "leaves"
+    await run(eval_settings, embeddings, leaves, "leaves")
+    text = write_comparison([leaves, base, variant])
+    label = "tree-leiden [base_resolution=0.5, max_words=40]"
+    assert text.startswith("# QuALITY: 3 pipelines")
+    order = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ")]
+    assert order[1:4] == ["| leaves", "| tree-leiden", f"| {label}"]
+    assert f"| {label} minus tree-leiden |" in text and f"| {label} minus leaves |" in text
+    assert "| leiden [base_resolution=0.5, max_words=40] | 1 |" in text  # its tree totals row
+
+
 async def test_full_runs_the_planner_over_the_article_and_reads_its_passages(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
