@@ -19,6 +19,7 @@ from agent.embeddings import BUNDLED_MODELS
 from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
 from agent.settings import Settings
 from searchers.corpus import expand_sources
+from searchers.dense_faiss import PassageText
 from searchers.index_build import BuildProgress, BuildReport, DenseOptions, SourceSpec, build_index
 from searchers.index_dir import RETRIEVER_KINDS, IndexDir
 from searchers.jsonl import json_objects
@@ -76,8 +77,10 @@ def build(
     rebuild: bool = False,
     embeddings: Embeddings | None = None,
     progress: BuildProgress | None = None,
+    passage_text: PassageText = "title+text",
 ) -> BuildReport:
-    """Ingest files and directories into ``index_dir`` (create, append, or rebuild)."""
+    """Ingest files and directories into ``index_dir`` (create, append, or rebuild).
+    ``passage_text``: what a new index's vectors embed (an existing index keeps its own)."""
     files = expand_sources(sources)
     opts = settings.index
     embeddings = embeddings if embeddings is not None else _embeddings(settings)
@@ -92,6 +95,7 @@ def build(
             hnsw_ef_construction=opts.hnsw_ef_construction,
             hnsw_ef_search=opts.hnsw_ef_search,
             batch_size=opts.embed_batch_size,
+            passage_text=passage_text,
         ),
         max_tokens=opts.chunk_tokens,
         rebuild=rebuild,

@@ -7,7 +7,11 @@ function and settings as ``tree.build`` makes them, with the same ids ``<article
 summaries. Everything is cached under ``<data_dir>/eval-indexes/quality/<article>-<digest>/``,
 keyed by the article's text and the chunk size:
 
-- ``leaves.jsonl`` and ``index/``: the hoptree index (tantivy + FAISS) of the leaves;
+- ``leaves.jsonl`` and ``leaf-index/``: the hoptree index (tantivy + FAISS) of the leaves, each
+  leaf's vector embedding its text alone, as the tree embeds its nodes (an index embeds title
+  and text by default; one shared article title on every leaf moved ``leaves``' ranking away
+  from the tree's own leaf ranking, so "tree minus leaves" measured more than the summaries.
+  The ``index/`` of runs before that is left alone and no longer read);
 - ``tree-<clustering>-<digest of the tree settings>/``: one tree per clustering method, built
   the way ``hoptree tree build`` builds one (journal, build lock, atomic store), so a killed
   build resumes where it stopped and every later run, of any pipeline, reuses the tree.
@@ -51,7 +55,8 @@ from tree.tokens import approx_token_count
 
 QUALITY_SUBDIR = "quality"
 LEAVES_FILE = "leaves.jsonl"
-INDEX_SUBDIR = "index"
+INDEX_SUBDIR = "leaf-index"
+LEAF_EMBEDDING = "text"  # what a leaf's vector embeds, in the index as in the tree
 CLUSTERINGS = ("gmm", "leiden")
 MIN_SUMMARY_TIMEOUT_S = 300.0  # a cluster's summary on the busy 2-core machine
 
@@ -210,7 +215,9 @@ def ensure_article_index(
     leaves = base / LEAVES_FILE
     _write_leaves(leaves, leaf_passages(article))
     index = base / INDEX_SUBDIR
-    build_index(settings, [leaves], index, fmt="jsonl", embeddings=embeddings)
+    build_index(
+        settings, [leaves], index, fmt="jsonl", embeddings=embeddings, passage_text=LEAF_EMBEDDING
+    )
     return index
 
 

@@ -28,6 +28,7 @@ from rich.console import Console
 from evals.corpora import CorpusSetupError
 from evals.pipelines import EvalContext, SpentError
 from evals.quality_corpora import (
+    LEAF_EMBEDDING,
     ArticleCorpus,
     TreeLog,
     check_tree_options,
@@ -55,7 +56,9 @@ log = logging.getLogger(__name__)
 
 SETTING = "article"  # each article is its own corpus
 # What a QuALITY run directory measures; a rerun must agree on all of these.
-IDENTITY_KEYS = ("dataset_sha256", "format", "pipeline", "context_tokens", "model", "tree")
+IDENTITY_KEYS = (
+    "dataset_sha256", "format", "pipeline", "context_tokens", "model", "tree", "leaf_embedding",
+)  # fmt: skip
 
 
 def check_config(config: RunConfig) -> None:
@@ -227,6 +230,8 @@ async def run_quality(
         "context_tokens": ctx.context_tokens,
         "model": ctx.model_label,
         "tree": tree,
+        # dense pipelines: what a leaf's vector embeds (runs before it embedded the title too)
+        "leaf_embedding": LEAF_EMBEDDING if "dense" in spec.needs else None,
     }
     out = Path(config.out)
     run_dir = RunDirectory(out)

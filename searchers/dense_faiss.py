@@ -28,6 +28,7 @@ from searchers.passages import Hit, Passage
 from searchers.retrieval import RetrievalError
 
 DenseKind = Literal["flat", "hnsw"]
+PassageText = Literal["title+text", "text"]  # what a passage's vector embeds
 
 INDEX_FILE = "index.faiss"
 IDS_FILE = "ids.json"
@@ -44,7 +45,7 @@ class DenseConfig:
     hnsw_ef_search: int = 256  # recall@10 vs exact 0.92 at 100k (128: 0.84)
     # What is embedded for a passage; recorded so a reopened index embeds appended passages the
     # same way it embedded the first ones.
-    passage_text: Literal["title+text", "text"] = "title+text"
+    passage_text: PassageText = "title+text"
 
     def __post_init__(self) -> None:
         if self.dimension <= 0:

@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from searchers.chunking import DEFAULT_MAX_TOKENS
 from searchers.corpus import CorpusError, file_sha256, read_passages, resolve_format
-from searchers.dense_faiss import DenseConfig, DenseKind, FaissDenseIndex
+from searchers.dense_faiss import DenseConfig, DenseKind, FaissDenseIndex, PassageText
 from searchers.index_dir import (
     DENSE_DIR,
     FORMAT_NAME,
@@ -85,6 +85,8 @@ class DenseOptions:
     hnsw_ef_construction: int = 80
     hnsw_ef_search: int = 256
     batch_size: int = 256
+    # what a passage's vector embeds (a new index only; a live one keeps its recorded choice)
+    passage_text: PassageText = "title+text"
 
 
 class _BuildLock:
@@ -346,6 +348,7 @@ def _write_generation(
             hnsw_m=options.hnsw_m,
             hnsw_ef_construction=options.hnsw_ef_construction,
             hnsw_ef_search=options.hnsw_ef_search,
+            passage_text=options.passage_text,
         )
         dense = FaissDenseIndex(config, embeddings, store)
     dense.add(

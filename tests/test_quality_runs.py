@@ -13,9 +13,9 @@ import pytest
 from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.pipelines import EvalContext, PipelineError
-from evals.quality_corpora import article_dir, leaf_passages
+from evals.quality_corpora import INDEX_SUBDIR, article_dir, leaf_passages
 from evals.quality_data import load_articles
-from evals.quality_pipelines import QUALITY_PIPELINES
+from evals.quality_pipelines import QUALITY_PIPELINES, retrieval_query
 from evals.quality_report import write_comparison
 from evals.quality_runner import run_quality
 from evals.runner import EvalRunError, RunConfig
@@ -88,7 +88,7 @@ async def test_leaves_scores_the_chosen_options_and_records_a_failure_row(
         assert row["context_tokens"] <= 2000 and row["summary_tokens"] == 0
     assert metrics["summary_share"] == 0.0
     assert chat.count("choice") == 4 and chat.count("summary") == 0
-    assert (article_dir(eval_settings, article) / "index" / "manifest.json").is_file()
+    assert (article_dir(eval_settings, article) / INDEX_SUBDIR / "manifest.json").is_file()
     assert not list(article_dir(eval_settings, article).glob("tree-*"))  # no tree was needed
     report = (out / "report.md").read_text()
     assert "| Accuracy | 50.0 |" in report and "| HARD accuracy | 50.0 (2 questions) |" in report
@@ -142,6 +142,41 @@ async def test_tree_pipelines_build_the_tree_once_and_record_summary_context(
     assert again.count("summary") == 0 and again.count("choice") == 4
     [reused] = json.loads((tmp_path / "again" / "trees.json").read_text())
     assert reused["build_seconds"] == trees["build_seconds"]  # the build's own time, kept
+
+
+async def test_leaves_ranks_the_leaves_as_the_tree_does_so_the_tree_adds_only_summaries(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    from tree.retrieval import TreeRetriever
+
+    await run(eval_settings, embeddings, tmp_path / "leaves", "leaves")
+    await run(eval_settings, embeddings, tmp_path / "tree", "tree-gmm")
+    [article] = load_articles(TINY)
+    [tree_path] = article_dir(eval_settings, article).glob("tree-gmm-*")
+    tree = TreeRetriever(load_tree(tree_path), embeddings, token_budget=2000)
+    questions = {q.id: q for q in article.questions}
+    for row in rows(tmp_path / "leaves"):
+        query = retrieval_query(questions[row["id"]])
+        ranked = [h.id for h in tree.collapsed(query, layers=[0])]
+        assert [c["id"] for c in row["context"]] == ranked  # same vectors, same order
+
+
+async def test_runs_from_before_text_only_leaf_vectors_resume_only_without_dense(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    for pipeline, refused in (("leaves", True), ("bm25", False)):
+        out = tmp_path / pipeline
+        await run(eval_settings, embeddings, out, pipeline, limit=1)
+        recorded = json.loads((out / "run.json").read_text())
+        assert recorded["leaf_embedding"] == ("text" if refused else None)
+        del recorded["leaf_embedding"]  # as a run before the change wrote it
+        (out / "run.json").write_text(json.dumps(recorded))
+        if refused:
+            with pytest.raises(EvalRunError, match="leaf_embedding: None there, 'text' now"):
+                await run(eval_settings, embeddings, out, pipeline, limit=2)
+        else:
+            metrics, _ = await run(eval_settings, embeddings, out, pipeline, limit=2)
+            assert metrics["n"] == 2 and metrics["ran_now"] == 1
 
 
 async def test_a_tree_variant_builds_its_own_tree_and_reports_beside_the_default(
