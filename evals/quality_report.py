@@ -109,6 +109,11 @@ def tree_totals(entries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 if group
                 else None
             ),
+            "compression": (  # summary tokens over the tokens they cover (RAPTOR: 0.28)
+                round(statistics.fmean(float(e.get("compression") or 0) for e in group), 3)
+                if group
+                else None
+            ),
             "llm_calls": sum(int(e.get("llm_calls") or 0) for e in group),
             "prompt_tokens": sum(int(e.get("prompt_tokens") or 0) for e in group),
             "completion_tokens": sum(int(e.get("completion_tokens") or 0) for e in group),
@@ -192,8 +197,8 @@ def plot_run(metrics: dict[str, Any], path: Path) -> Path:
 def _tree_rows(entries: Sequence[dict[str, Any]]) -> list[str]:
     lines = [
         "| article | tree | leaves | layers | summary nodes | children/parent | "
-        "LLM calls | build s |",
-        "|---|---|---:|---|---:|---:|---:|---:|",
+        "summary/children tokens | LLM calls | build s |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for e in sorted(entries, key=lambda e: (str(e["article_id"]), tree_name(e))):
         seconds = _fmt(e.get("build_seconds"), 0)
@@ -202,7 +207,8 @@ def _tree_rows(entries: Sequence[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {e['article_id']} {str(e.get('title', ''))[:28]} | {tree_name(e)} | "
             f"{e.get('leaves')} | {e.get('layers')} | {e.get('summary_nodes')} | "
-            f"{_fmt(e.get('mean_children'), 2)} | {e.get('llm_calls')} | {seconds} |"
+            f"{_fmt(e.get('mean_children'), 2)} | {_fmt(e.get('compression'), 3)} | "
+            f"{e.get('llm_calls')} | {seconds} |"
         )
     return lines
 
@@ -412,17 +418,19 @@ def comparison_markdown(
     if totals:
         lines += [
             "",
-            "## Trees per clustering method",
+            "## Trees per clustering method (and variant)",
             "",
-            "| clustering | articles | leaves | summary nodes | per article | children/parent | "
-            "LLM calls | prompt + completion tokens | build s (timed builds) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| tree | articles | leaves | summary nodes | per article | children/parent | "
+            "summary/children tokens | LLM calls | prompt + completion tokens | "
+            "build s (timed builds) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for clustering, t in totals.items():
             lines.append(
                 f"| {clustering} | {t['articles']} | {t['leaves']} | {t['summary_nodes']} | "
                 f"{_fmt(t['summary_nodes_per_article'])} | {_fmt(t['mean_children'], 2)} | "
-                f"{t['llm_calls']} | {t['prompt_tokens']} + {t['completion_tokens']} | "
+                f"{_fmt(t['compression'], 3)} | {t['llm_calls']} | "
+                f"{t['prompt_tokens']} + {t['completion_tokens']} | "
                 f"{_fmt(t['build_seconds'], 0)} ({t['timed_builds']}) |"
             )
         if "gmm" in totals and "leiden" in totals and totals["gmm"]["summary_nodes"]:
