@@ -292,7 +292,7 @@ def _ordered(labels: Sequence[str]) -> list[int]:
     rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
 
     def key(i: int) -> tuple[int, str]:
-        return rank.get(labels[i].split(" [")[0], 99), labels[i]
+        return rank.get(labels[i].split(" [")[0].split(" (")[0], 99), labels[i]
 
     return sorted(range(len(labels)), key=key)
 
@@ -326,8 +326,14 @@ def load_quality_runs(
         raise ReportError("the runs have no finished question in common")
     pipelines = [run_label(m) for _, m, _ in loaded]
     runs = []
+    used: set[str] = set()
     for (path, metrics, rows), pipeline in zip(loaded, pipelines, strict=True):
-        label = pipeline if pipelines.count(pipeline) == 1 else f"{pipeline} ({path.name})"
+        # two runs of one pipeline: the one in the directory named for it keeps the plain name
+        plain = pipelines.count(pipeline) == 1 or path.name == pipeline
+        label = pipeline if plain and pipeline not in used else f"{pipeline} ({path.name})"
+        if label in used:
+            raise ReportError(f"two runs would be labelled {label!r}: give them other directories")
+        used.add(label)
         kept = [r for r in rows if r["id"] in keep]
         outcomes = {r["id"]: bool(r.get("correct")) for r in kept}
         runs.append((label, {**metrics, **rescore(kept), "outcomes": outcomes}))
@@ -406,9 +412,14 @@ def comparison_markdown(
     ]
     if "full" in by_name:
         pairs += [("full", "leaves", "(not in the papers)"), ("full", "tree-leiden", "(ditto)")]
-    for label, m in runs:  # a variant against the tree it varies and against the leaves
-        if label != m.get("pipeline") and str(m.get("pipeline")).startswith("tree-"):
-            pairs += [(label, str(m["pipeline"]), "(a variant)"), (label, "leaves", "(a variant)")]
+    for label, m in runs:  # a variant or a second run against its pipeline's plain run
+        base = str(m.get("pipeline"))
+        if label == base:
+            continue
+        if m.get("tree_options"):
+            pairs += [(label, base, "(a variant)"), (label, "leaves", "(a variant)")]
+        else:
+            pairs.append((label, base, "(another run of the pipeline)"))
     for a, b, paper in pairs:
         lines.append(
             f"| {a} minus {b} | {_gain(by_name, a, b, 'accuracy')} | "

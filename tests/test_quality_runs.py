@@ -204,11 +204,14 @@ async def test_a_tree_variant_builds_its_own_tree_and_reports_beside_the_default
         await run(eval_settings, embeddings, variant, "tree-leiden")
     leaves = tmp_path / "leaves"
     await run(eval_settings, embeddings, leaves, "leaves")
-    text = write_comparison([leaves, base, variant])
+    again = tmp_path / "leaves-again"  # a second run of a pipeline, in another directory
+    await run(eval_settings, embeddings, again, "leaves")
+    text = write_comparison([again, leaves, base, variant])
     label = "tree-leiden [base_resolution=0.5, max_words=40]"
-    assert text.startswith("# QuALITY: 3 pipelines")
+    assert text.startswith("# QuALITY: 4 pipelines")
     order = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ")]
-    assert order[1:4] == ["| leaves", "| tree-leiden", f"| {label}"]
+    assert order[1:5] == ["| leaves", "| leaves (leaves-again)", "| tree-leiden", f"| {label}"]
+    assert "| leaves (leaves-again) minus leaves | +0.0 |" in text
     assert f"| {label} minus tree-leiden |" in text and f"| {label} minus leaves |" in text
     assert "| leiden [base_resolution=0.5, max_words=40] | 1 |" in text  # its tree totals row
 
