@@ -494,7 +494,8 @@ def plot_comparison(
     figure = Figure(figsize=(5.5 + 4.5 * (panels - 1) + 0.5 * len(runs), 4.2))
     FigureCanvasAgg(figure)
     left = figure.add_subplot(1, panels, 1)
-    labels = [label for label, _ in runs]
+    # a variant's options or a second run's directory on its own line, under the pipeline
+    labels = [label.replace(" [", "\n[").replace(" (", "\n(") for label, _ in runs]
     plot_bars(
         labels,
         [
