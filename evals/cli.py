@@ -41,7 +41,7 @@ from evals.report import (
     plot_scores,
     run_labels,
 )
-from evals.runner import EvalRunError, RunConfig, run_eval
+from evals.runner import EvalRunError, RunConfig, check_config, run_eval
 from evals.suite import (
     DATASETS,
     STAGES,
@@ -204,15 +204,14 @@ def run_command(
         quality = resolve_format(dataset, fmt) == "quality"
         if quality:
             from evals.quality_data import load_articles
-            from evals.quality_runner import check_config
+            from evals.quality_runner import check_config as check_quality_config
 
             get_quality_pipeline(pipeline)
-            check_config(config)
+            check_quality_config(config)
             load_articles(dataset)
         else:
             get_pipeline(pipeline)
-            if tree_option:
-                raise EvalRunError("--tree-option applies to QuALITY runs only")
+            check_config(config)
         if k < 1 or (passage_chars is not None and passage_chars < 20):
             raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
         if context_tokens < 100:

@@ -35,6 +35,7 @@ from agent.indexing import build as build_index
 from agent.settings import Settings
 from evals.corpora import EVAL_INDEX_SUBDIR, Corpus, CorpusSetupError, open_corpus
 from evals.quality_data import Article
+from evals.quality_report import entry_key, variant_label
 from searchers.passages import Passage
 from tree.build import ProgressFn, TreeBuilder, TreeBuildError, TreeConfig
 from tree.clustering import GMMClusterer, LeidenClusterer
@@ -129,11 +130,6 @@ def parse_tree_options(items: Sequence[str]) -> dict[str, Any]:
             raise CorpusSetupError(f"tree option {key!r} given twice")
         options[key] = _option_value(value)
     return options
-
-
-def variant_label(options: Mapping[str, Any]) -> str:
-    """The options as a short, stable label (``""`` for the defaults)."""
-    return ", ".join(f"{key}={options[key]}" for key in sorted(options))
 
 
 def tree_config(
@@ -342,12 +338,6 @@ async def prepare_article(
         article=article,
         tree_stats=stats,
     )
-
-
-def entry_key(entry: Mapping[str, Any]) -> str:
-    """One tree stats entry per article and tree (entries written before variants existed
-    name only the clustering)."""
-    return f"{entry['article_id']}/{entry.get('tree') or entry.get('clustering')}"
 
 
 @dataclass

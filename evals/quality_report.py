@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,11 @@ def tree_name(entry: dict[str, Any]) -> str:
     """``gmm``, ``leiden``, or a variant such as ``leiden [base_resolution=3]`` (entries written
     before variants existed name only their clustering)."""
     return str(entry.get("tree") or entry.get("clustering"))
+
+
+def entry_key(entry: dict[str, Any]) -> str:
+    """One tree stats entry per article and tree."""
+    return f"{entry.get('article_id')}/{tree_name(entry)}"
 
 
 def tree_totals(entries: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -297,10 +302,14 @@ def _ordered(labels: Sequence[str]) -> list[int]:
     return sorted(range(len(labels)), key=key)
 
 
+def variant_label(options: Mapping[str, Any]) -> str:
+    """Tree options as a short, stable label (``""`` for the defaults)."""
+    return ", ".join(f"{key}={options[key]}" for key in sorted(options))
+
+
 def run_label(metrics: dict[str, Any]) -> str:
     """A run's pipeline, with a tree variant's options in brackets."""
-    options = metrics.get("tree_options") or {}
-    variant = ", ".join(f"{key}={options[key]}" for key in sorted(options))
+    variant = variant_label(metrics.get("tree_options") or {})
     pipeline = str(metrics.get("pipeline"))
     return f"{pipeline} [{variant}]" if variant else pipeline
 
@@ -344,7 +353,7 @@ def load_quality_runs(
         for entry in read_trees(path):
             if str(entry.get("article_id")) not in articles:
                 continue
-            trees[f"{entry.get('article_id')}/{tree_name(entry)}"] = entry
+            trees[entry_key(entry)] = entry
     return [runs[i] for i in order], list(trees.values()), len(keep)
 
 

@@ -374,6 +374,13 @@ async def _prepare_open(
     )
 
 
+def check_config(config: RunConfig) -> None:
+    """A question-file run's options; ``--tree-option`` belongs to QuALITY runs only."""
+    config.check()
+    if config.tree_options:
+        raise EvalRunError("--tree-option applies to QuALITY runs only")
+
+
 async def run_eval(
     config: RunConfig,
     ctx: EvalContext,
@@ -386,7 +393,7 @@ async def run_eval(
     error (scored zero), not the end of the run."""
     started_at = now_iso()
     wall = time.monotonic()
-    config.check()
+    check_config(config)
     spec = get_pipeline(config.pipeline)
     if spec.needs_embeddings and ctx.embeddings is None:
         raise PipelineError(f"pipeline {spec.name} needs the embedding model")
