@@ -292,14 +292,10 @@ def write_run_report(
 # --------------------------------------------------------------------------- several runs
 
 
-def _ordered(labels: Sequence[str]) -> list[int]:
-    """The paper's order, each variant after the pipeline it varies."""
+def _ordered(runs: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The paper's order by pipeline, each variant or second run after its pipeline's run."""
     rank = {name: i for i, name in enumerate(PIPELINE_ORDER)}
-
-    def key(i: int) -> tuple[int, str]:
-        return rank.get(labels[i].split(" [")[0].split(" (")[0], 99), labels[i]
-
-    return sorted(range(len(labels)), key=key)
+    return sorted(runs, key=lambda run: (rank.get(str(run[1].get("pipeline")), 99), run[0]))
 
 
 def variant_label(options: Mapping[str, Any]) -> str:
@@ -346,7 +342,6 @@ def load_quality_runs(
         kept = [r for r in rows if r["id"] in keep]
         outcomes = {r["id"]: bool(r.get("correct")) for r in kept}
         runs.append((label, {**metrics, **rescore(kept), "outcomes": outcomes}))
-    order = _ordered([label for label, _ in runs])
     articles = {str(r.get("article_id")) for _, _, rows in loaded for r in rows if r["id"] in keep}
     trees: dict[str, dict[str, Any]] = {}
     for path, _, _ in loaded:  # the trees of the articles compared, not of every article run
@@ -354,7 +349,7 @@ def load_quality_runs(
             if str(entry.get("article_id")) not in articles:
                 continue
             trees[entry_key(entry)] = entry
-    return [runs[i] for i in order], list(trees.values()), len(keep)
+    return _ordered(runs), list(trees.values()), len(keep)
 
 
 def _gain(runs: dict[str, dict[str, Any]], a: str, b: str, key: str) -> str:
