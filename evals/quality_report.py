@@ -341,7 +341,12 @@ def load_quality_runs(
         used.add(label)
         kept = [r for r in rows if r["id"] in keep]
         outcomes = {r["id"]: bool(r.get("correct")) for r in kept}
-        runs.append((label, {**metrics, **rescore(kept), "outcomes": outcomes}))
+        per_question = {
+            "outcomes": outcomes,
+            "article_of": {r["id"]: str(r.get("article_id")) for r in kept},
+            "hard_ids": sorted(r["id"] for r in kept if r.get("hard") is True),
+        }
+        runs.append((label, {**metrics, **rescore(kept), **per_question}))
     articles = {str(r.get("article_id")) for _, _, rows in loaded for r in rows if r["id"] in keep}
     trees: dict[str, dict[str, Any]] = {}
     for path, _, _ in loaded:  # the trees of the articles compared, not of every article run
@@ -381,6 +386,52 @@ def _paired(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
     return f"{wins} / {losses} (p {sign_test_p(wins, losses):.2f})"
 
 
+def article_accuracy(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """A run's accuracy (percent) on each article, from its per-question outcomes."""
+    outcomes, article_of = metrics.get("outcomes") or {}, metrics.get("article_of") or {}
+    per: dict[str, list[bool]] = {}
+    for qid, right in outcomes.items():
+        per.setdefault(str(article_of.get(qid)), []).append(bool(right))
+    return {article: 100.0 * sum(marks) / len(marks) for article, marks in per.items()}
+
+
+def _articles_split(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
+    """On how many articles ``a`` scores above, level with and below ``b``: a gain carried by
+    one article reads differently from one every article shares."""
+    if a not in runs or b not in runs:
+        return "n/a"
+    first, second = article_accuracy(runs[a]), article_accuracy(runs[b])
+    shared = first.keys() & second.keys()
+    above = sum(1 for x in shared if first[x] > second[x])
+    below = sum(1 for x in shared if first[x] < second[x])
+    return f"{above} / {len(shared) - above - below} / {below}"
+
+
+def _article_rows(
+    runs: Sequence[tuple[str, dict[str, Any]]], trees: Sequence[dict[str, Any]]
+) -> list[str]:
+    """Accuracy per article and pipeline, with each article's question counts."""
+    titles = {str(e["article_id"]): str(e.get("title", "")) for e in trees}
+    first = runs[0][1]
+    article_of = first.get("article_of") or {}
+    counts: dict[str, int] = {}
+    hard: dict[str, int] = {}
+    hard_ids = set(first.get("hard_ids") or ())
+    for qid, article in article_of.items():
+        counts[article] = counts.get(article, 0) + 1
+        hard[article] = hard.get(article, 0) + (qid in hard_ids)
+    scores = [article_accuracy(m) for _, m in runs]
+    lines = [
+        "| article | questions (HARD) | " + " | ".join(label for label, _ in runs) + " |",
+        "|---|---:|" + "---:|" * len(runs),
+    ]
+    for article in sorted(counts):
+        cells = " | ".join(_fmt(score.get(article), 0) for score in scores)
+        name = f"{article} {titles.get(article, '')[:28]}".strip()
+        lines.append(f"| {name} | {counts[article]} ({hard[article]}) | {cells} |")
+    return lines
+
+
 def comparison_markdown(
     runs: Sequence[tuple[str, dict[str, Any]]], trees: Sequence[dict[str, Any]], questions: int
 ) -> str:
@@ -404,8 +455,8 @@ def comparison_markdown(
         "## What the tree adds (points of accuracy)",
         "",
         "| comparison | here: accuracy | here: HARD | right only in the first / only in the "
-        "second (sign test) | papers |",
-        "|---|---:|---:|---:|---|",
+        "second (sign test) | articles above / level / below | papers |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     pairs = [
         ("tree-gmm", "leaves", PAPERS[0][1]),
@@ -427,8 +478,15 @@ def comparison_markdown(
     for a, b, paper in pairs:
         lines.append(
             f"| {a} minus {b} | {_gain(by_name, a, b, 'accuracy')} | "
-            f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | {paper} |"
+            f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | "
+            f"{_articles_split(by_name, a, b)} | {paper} |"
         )
+    lines += [
+        "",
+        "## Accuracy per article",
+        "",
+        *_article_rows(runs, trees),
+    ]
     totals = tree_totals(trees)
     if totals:
         lines += [

@@ -265,9 +265,29 @@ async def test_the_report_compares_pipelines_on_common_questions_with_tree_stats
     assert "| tree-leiden minus tree-gmm | +0.0 |" in text
     paired = [line for line in text.splitlines() if line.startswith("| tree-gmm minus leaves |")]
     assert paired and paired[0].split(" | ")[3].endswith("(p 1.00)")  # same answers: no split
+    assert paired[0].split(" | ")[4] == "0 / 1 / 0"  # the one article: level
+    per_article = text.split("## Accuracy per article")[1].splitlines()
+    assert per_article[2] == "| article | questions (HARD) | leaves | tree-gmm | tree-leiden |"
+    assert per_article[4].split(" | ")[1:] == ["3 (1)", "67", "67", "67 |"]
     assert "| tree-gmm minus bm25 | n/a |" in text  # no bm25 run given
     assert "## Trees per clustering method" in text and "| gmm | 1 |" in text
     assert "fewer" in text and "34 vs 141 (-76%)" in text
+
+
+def test_articles_split_counts_articles_above_level_and_below() -> None:
+    from evals.quality_report import _articles_split, article_accuracy
+
+    article_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C"}
+    first = {"outcomes": {"a1": True, "a2": False, "b1": True, "c1": False}}
+    second = {"outcomes": {"a1": True, "a2": True, "b1": False, "c1": False}}
+    runs = {
+        name: {**metrics, "article_of": article_of}
+        for name, metrics in (("x", first), ("y", second))
+    }
+    assert article_accuracy(runs["x"]) == {"A": 50.0, "B": 100.0, "C": 0.0}
+    assert _articles_split(runs, "x", "y") == "1 / 1 / 1"  # B above, C level, A below
+    assert _articles_split(runs, "y", "x") == "1 / 1 / 1"
+    assert _articles_split(runs, "x", "missing") == "n/a"
 
 
 def test_the_sign_test_counts_only_the_questions_two_pipelines_disagree_on() -> None:
