@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.aggregate import aggregate
+from evals.pipelines import DEFAULT_CONTEXT_TOKENS
 from evals.report import ReportError, format_value, load_metrics, read_details, run_colors
 
 TREES_FILE = "trees.json"
@@ -303,9 +304,19 @@ def variant_label(options: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={options[key]}" for key in sorted(options))
 
 
+def run_options(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """What sets a run apart from its pipeline's defaults: its tree options, and its context
+    budget when that is not the default (a smaller budget isolates what summaries displace)."""
+    options = dict(metrics.get("tree_options") or {})
+    budget = metrics.get("context_tokens")
+    if budget is not None and int(budget) != DEFAULT_CONTEXT_TOKENS:
+        options["context_tokens"] = int(budget)
+    return options
+
+
 def run_label(metrics: dict[str, Any]) -> str:
-    """A run's pipeline, with a tree variant's options in brackets."""
-    variant = variant_label(metrics.get("tree_options") or {})
+    """A run's pipeline, with a variant's options (tree options, context budget) in brackets."""
+    variant = variant_label(run_options(metrics))
     pipeline = str(metrics.get("pipeline"))
     return f"{pipeline} [{variant}]" if variant else pipeline
 
@@ -345,6 +356,7 @@ def load_quality_runs(
             "outcomes": outcomes,
             "article_of": {r["id"]: str(r.get("article_id")) for r in kept},
             "hard_ids": sorted(r["id"] for r in kept if r.get("hard") is True),
+            "summary_share_of": {r["id"]: float(r.get("summary_share") or 0.0) for r in kept},
         }
         runs.append((label, {**metrics, **rescore(kept), **per_question}))
     articles = {str(r.get("article_id")) for _, _, rows in loaded for r in rows if r["id"] in keep}
@@ -405,6 +417,29 @@ def _articles_split(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
     above = sum(1 for x in shared if first[x] > second[x])
     below = sum(1 for x in shared if first[x] < second[x])
     return f"{above} / {len(shared) - above - below} / {below}"
+
+
+def _flip_summaries(runs: dict[str, dict[str, Any]], tree: str, other: str) -> str | None:
+    """A table row: how much of the tree's context came from summaries on the questions only
+    the tree got right, on those only ``other`` got right, and on all. If summaries carry the
+    tree's gain, its wins hold more of them than its losses do."""
+    if tree not in runs or other not in runs:
+        return None
+    first, second = runs[tree].get("outcomes") or {}, runs[other].get("outcomes") or {}
+    share = runs[tree].get("summary_share_of") or {}
+    shared = sorted(first.keys() & second.keys())
+    groups = (
+        [q for q in shared if first[q] and not second[q]],
+        [q for q in shared if second[q] and not first[q]],
+        shared,
+    )
+    cells = []
+    for ids in groups:
+        shares = [share.get(q, 0.0) for q in ids]
+        with_any = sum(1 for x in shares if x > 0)
+        mean = _pct(_mean(shares)) if shares else None
+        cells.append(f"{_fmt(mean)}% ({with_any} of {len(ids)})" if ids else "n/a")
+    return f"| {tree} vs {other} | " + " | ".join(cells) + " |"
 
 
 def _article_rows(
@@ -471,8 +506,16 @@ def comparison_markdown(
         base = str(m.get("pipeline"))
         if label == base:
             continue
-        if m.get("tree_options"):
-            pairs += [(label, base, "(a variant)"), (label, "leaves", "(a variant)")]
+        if run_options(m):
+            pairs.append((label, base, "(a variant)"))
+            if base != "leaves":
+                pairs.append((label, "leaves", "(a variant)"))
+            elif "context_tokens" in run_options(m):  # the leaves a tree keeps, on their own
+                pairs += [
+                    (tree, label, "(the leaves without the summaries)")
+                    for tree in ("tree-gmm", "tree-leiden")
+                    if tree in by_name
+                ]
         else:
             pairs.append((label, base, "(another run of the pipeline)"))
     for a, b, paper in pairs:
@@ -481,6 +524,25 @@ def comparison_markdown(
             f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | "
             f"{_articles_split(by_name, a, b)} | {paper} |"
         )
+    flips = [
+        row
+        for label, m in runs
+        if label.startswith("tree-")
+        for row in [_flip_summaries(by_name, label, "leaves")]
+        if row
+    ]
+    if flips:
+        lines += [
+            "",
+            "## Summaries in the questions that flip",
+            "",
+            "Share of the tree's context tokens from summaries (questions with any summary):",
+            "",
+            "| tree vs retriever | right only with the tree | right only without it | "
+            "all questions |",
+            "|---|---:|---:|---:|",
+            *flips,
+        ]
     lines += [
         "",
         "## Accuracy per article",

@@ -216,6 +216,32 @@ async def test_a_tree_variant_builds_its_own_tree_and_reports_beside_the_default
     assert "| leiden [base_resolution=0.5, max_words=40] | 1 |" in text  # its tree totals row
 
 
+async def test_leaves_at_a_smaller_budget_is_a_variant_set_against_each_tree(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    dirs = {name: tmp_path / name for name in ("leaves", "leaves-300", "tree-gmm")}
+    await run(eval_settings, embeddings, dirs["leaves"], "leaves")
+    await run(eval_settings, embeddings, dirs["tree-gmm"], "tree-gmm")
+    chat = quality_chat()
+    metrics = await run_quality(
+        RunConfig(dataset=TINY, pipeline="leaves", out=dirs["leaves-300"]),
+        context(eval_settings, chat, embeddings, context_tokens=300),
+        progress=False,
+    )
+    assert metrics["context_tokens"] == 300
+    assert all(r["context_tokens"] <= 300 for r in rows(dirs["leaves-300"]))
+    text = write_comparison(list(dirs.values()))
+    label = "leaves [context_tokens=300]"
+    order = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ")]
+    assert order[1:4] == ["| leaves", f"| {label}", "| tree-gmm"]
+    assert f"| {label} minus leaves |" in text
+    assert f"| tree-gmm minus {label} |" in text  # the summaries against the leaves they displace
+    assert f"| {label} minus {label} |" not in text and "tree-leiden minus leaves [" not in text
+    flips = text.split("## Summaries in the questions that flip")[1].splitlines()
+    [gmm] = [line for line in flips if line.startswith("| tree-gmm vs leaves |")]
+    assert gmm.endswith("(4 of 4) |")  # every tree-gmm context on the tiny article has a summary
+
+
 async def test_full_runs_the_planner_over_the_article_and_reads_its_passages(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
