@@ -407,6 +407,15 @@ def article_accuracy(metrics: Mapping[str, Any]) -> dict[str, float]:
     return {article: 100.0 * sum(marks) / len(marks) for article, marks in per.items()}
 
 
+def _leaf_tokens(metrics: Mapping[str, Any]) -> str:
+    """The mean tokens of leaves in a run's context: what a smaller leaves-only budget should
+    match to show what the summaries add."""
+    tokens, share = metrics.get("context_tokens_per_question"), metrics.get("summary_share")
+    if tokens is None:
+        return "n/a"
+    return f"{tokens * (1 - (share or 0.0) / 100):,.0f} tokens"
+
+
 def _articles_split(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
     """On how many articles ``a`` scores above, level with and below ``b``: a gain carried by
     one article reads differently from one every article shares."""
@@ -512,7 +521,7 @@ def comparison_markdown(
                 pairs.append((label, "leaves", "(a variant)"))
             elif "context_tokens" in run_options(m):  # the leaves a tree keeps, on their own
                 pairs += [
-                    (tree, label, "(the leaves without the summaries)")
+                    (tree, label, f"(leaves alone; {tree}'s fill {_leaf_tokens(by_name[tree])})")
                     for tree in ("tree-gmm", "tree-leiden")
                     if tree in by_name
                 ]

@@ -5,6 +5,7 @@ multiple-choice reader. The scores checked are the runner's arithmetic on fixed 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,8 @@ async def test_leaves_at_a_smaller_budget_is_a_variant_set_against_each_tree(
     assert order[1:4] == ["| leaves", f"| {label}", "| tree-gmm"]
     assert f"| {label} minus leaves |" in text
     assert f"| tree-gmm minus {label} |" in text  # the summaries against the leaves they displace
+    [row] = [line for line in text.splitlines() if line.startswith(f"| tree-gmm minus {label}")]
+    assert re.search(r"\(leaves alone; tree-gmm's fill [0-9,]+ tokens\) \|$", row)
     assert f"| {label} minus {label} |" not in text and "tree-leiden minus leaves [" not in text
     flips = text.split("## Summaries in the questions that flip")[1].splitlines()
     [gmm] = [line for line in flips if line.startswith("| tree-gmm vs leaves |")]
