@@ -300,7 +300,7 @@ def _ordered(runs: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict
 
 
 def variant_label(options: Mapping[str, Any]) -> str:
-    """Tree options as a short, stable label (``""`` for the defaults)."""
+    """Options (a tree's, a context budget) as a short, stable label (``""`` for none)."""
     return ", ".join(f"{key}={options[key]}" for key in sorted(options))
 
 
@@ -386,15 +386,27 @@ def sign_test_p(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def _disagreements(
+    first: Mapping[str, Any], second: Mapping[str, Any]
+) -> tuple[list[str], list[str], list[str]]:
+    """(questions only ``first`` gets right, only ``second`` gets right, all they share), from
+    two runs' metrics."""
+    a, b = first.get("outcomes") or {}, second.get("outcomes") or {}
+    shared = sorted(a.keys() & b.keys())
+    return (
+        [q for q in shared if a[q] and not b[q]],
+        [q for q in shared if b[q] and not a[q]],
+        shared,
+    )
+
+
 def _paired(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
     """Questions ``a`` gets right and ``b`` wrong, the reverse, and the sign test's p: with a
     few dozen questions a gain of several points can be one or two questions."""
     if a not in runs or b not in runs:
         return "n/a"
-    first, second = runs[a].get("outcomes") or {}, runs[b].get("outcomes") or {}
-    shared = first.keys() & second.keys()
-    wins = sum(1 for q in shared if first[q] and not second[q])
-    losses = sum(1 for q in shared if second[q] and not first[q])
+    only_a, only_b, _ = _disagreements(runs[a], runs[b])
+    wins, losses = len(only_a), len(only_b)
     return f"{wins} / {losses} (p {sign_test_p(wins, losses):.2f})"
 
 
@@ -434,16 +446,9 @@ def _flip_summaries(runs: dict[str, dict[str, Any]], tree: str, other: str) -> s
     tree's gain, its wins hold more of them than its losses do."""
     if tree not in runs or other not in runs:
         return None
-    first, second = runs[tree].get("outcomes") or {}, runs[other].get("outcomes") or {}
     share = runs[tree].get("summary_share_of") or {}
-    shared = sorted(first.keys() & second.keys())
-    groups = (
-        [q for q in shared if first[q] and not second[q]],
-        [q for q in shared if second[q] and not first[q]],
-        shared,
-    )
     cells = []
-    for ids in groups:
+    for ids in _disagreements(runs[tree], runs[other]):
         shares = [share.get(q, 0.0) for q in ids]
         with_any = sum(1 for x in shares if x > 0)
         mean = _pct(_mean(shares)) if shares else None
@@ -515,11 +520,12 @@ def comparison_markdown(
         base = str(m.get("pipeline"))
         if label == base:
             continue
-        if run_options(m):
+        options = run_options(m)
+        if options:
             pairs.append((label, base, "(a variant)"))
             if base != "leaves":
                 pairs.append((label, "leaves", "(a variant)"))
-            elif "context_tokens" in run_options(m):  # the leaves a tree keeps, on their own
+            elif "context_tokens" in options:  # the leaves a tree keeps, on their own
                 pairs += [
                     (tree, label, f"(leaves alone; {tree}'s fill {_leaf_tokens(by_name[tree])})")
                     for tree in ("tree-gmm", "tree-leiden")
@@ -533,13 +539,12 @@ def comparison_markdown(
             f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | "
             f"{_articles_split(by_name, a, b)} | {paper} |"
         )
-    flips = [
-        row
-        for label, m in runs
-        if label.startswith("tree-")
-        for row in [_flip_summaries(by_name, label, "leaves")]
-        if row
-    ]
+    flips = []
+    for label, m in runs:  # every tree run, variants included, against the leaves
+        if m.get("pipeline") in ("tree-gmm", "tree-leiden"):
+            row = _flip_summaries(by_name, label, "leaves")
+            if row:
+                flips.append(row)
     if flips:
         lines += [
             "",
