@@ -11,11 +11,15 @@ Supported inputs (``detect_format`` picks one from the file; callers may force o
   original one (``context: [[title, [sentences]], ...]``).
 - ``flashrag``: FlashRAG question files, ``metadata.context{title[], sentences[][] | content[][]}``
   (HotpotQA and 2WikiMultihopQA).
+- ``musique``: MuSiQue-Ans rows, ``paragraphs[{idx, title, paragraph_text, is_supporting}]`` with
+  ``question_decomposition``.
 - ``text``: plain text and markdown, chunked at sentence boundaries.
 
 For question files the corpus is the union of every question's context paragraphs deduplicated by
 title (the "open" setting of the data README): one passage per paragraph, id from the title, so
-the evals can map supporting-fact titles to passage ids with ``paragraph_id``.
+the evals can map supporting-fact titles to passage ids with ``paragraph_id``. MuSiQue is the
+exception: its paragraphs share titles across questions with different text, so they are
+deduplicated by (title, text) and their ids come from both (``paragraph_text_id``).
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from searchers.chunking import (
 from searchers.jsonl import json_objects
 from searchers.passages import Passage
 
-CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "text"]
+CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "musique", "text"]
 FORMATS: tuple[str, ...] = get_args(CorpusFormat)
+# The formats whose rows are questions carrying their own paragraphs (``read_qa_paragraphs``).
+QA_FORMATS: tuple[str, ...] = ("hotpotqa", "flashrag", "musique")
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -85,6 +91,14 @@ def paragraph_id(title: str) -> str:
     return f"{_slug(title)}-{_digest(title)}"
 
 
+def paragraph_text_id(title: str, text: str) -> str:
+    """Stable id of a paragraph whose title does not identify it (MuSiQue: one title, several
+    texts across questions): the title's slug, to stay readable, plus a hash of title and text.
+    ``text`` must be the normalised text the passage stores, so every reader derives the same
+    id from the same paragraph."""
+    return f"{_slug(title)}-{_digest(title, text)}"
+
+
 def chunk_id(source_name: str, title: str, text: str) -> str:
     """Content-addressed id of a file chunk: unchanged chunks keep their id when a file is
     re-ingested, edited chunks get a new one (appended, never silently ignored)."""
@@ -125,6 +139,8 @@ def _first_record(path: Path) -> tuple[int, dict[str, Any]] | None:
 
 def format_of_record(record: dict[str, Any]) -> str | None:
     """Which layout a parsed JSON-lines record has, or None."""
+    if isinstance(record.get("paragraphs"), list) and "question_decomposition" in record:
+        return "musique"
     context = record.get("context")
     if isinstance(context, dict) and "title" in context and "sentences" in context:
         return "hotpotqa"
@@ -162,7 +178,8 @@ def detect_format(path: Path) -> str:
         )
         raise CorpusError(
             f"{path}:{lineno}: unknown record layout (fields: {keys}){hint}; expected a passage "
-            "{id,title,text}, a HotpotQA row with context, or a FlashRAG row with metadata.context"
+            "{id,title,text}, a HotpotQA row with context, a FlashRAG row with metadata.context, "
+            "or a MuSiQue row with paragraphs and question_decomposition"
         )
     return fmt
 
@@ -265,14 +282,59 @@ def _paragraphs(path: Path, fmt: str) -> Iterator[tuple[int, str, list[str]]]:
             yield lineno, title, [str(s) for s in sentences]
 
 
+def musique_paragraphs(record: dict[str, Any], where: str) -> list[tuple[int, str, str]]:
+    """``(idx, title, text)`` of one MuSiQue row's paragraphs, text whitespace-normalised and
+    empty paragraphs left out. Shared by the open corpus and ``evals.datasets`` so both derive
+    the same text, hence the same ``paragraph_text_id``. ``where`` is ``FILE:LINE``."""
+    paragraphs = record.get("paragraphs")
+    if not isinstance(paragraphs, list):
+        raise CorpusError(f"{where}: a MuSiQue row needs a 'paragraphs' list")
+    out: list[tuple[int, str, str]] = []
+    for item in paragraphs:
+        if not isinstance(item, dict):
+            raise CorpusError(f"{where}: MuSiQue paragraphs must be objects")
+        idx, title, text = item.get("idx"), item.get("title"), item.get("paragraph_text")
+        if not isinstance(idx, int) or isinstance(idx, bool):
+            raise CorpusError(f"{where}: a MuSiQue paragraph needs an integer 'idx'")
+        if not isinstance(title, str) or not isinstance(text, str):
+            raise CorpusError(
+                f"{where}: a MuSiQue paragraph needs string 'title' and 'paragraph_text'"
+            )
+        text = normalize_space(text)
+        if text:
+            out.append((idx, title, text))
+    return out
+
+
+def _read_musique(path: Path) -> Iterator[Passage]:
+    """Every MuSiQue paragraph once by (title, text): a title alone would drop the second of
+    two different paragraphs that share it (193 titles of the shared dev sample do)."""
+    seen: set[tuple[str, str]] = set()
+    for lineno, record in _json_lines(path):
+        for _idx, title, text in musique_paragraphs(record, f"{path}:{lineno}"):
+            if (title, text) in seen:
+                continue
+            seen.add((title, text))
+            yield Passage(
+                id=paragraph_text_id(title, text),
+                title=title,
+                text=text,
+                metadata={"source": path.name, "format": "musique"},
+            )
+
+
 def read_qa_paragraphs(path: Path, fmt: str) -> Iterator[Passage]:
-    """The open corpus of a question file: every context paragraph once, first title wins.
+    """The open corpus of a question file: every context paragraph once, first title wins
+    (MuSiQue: once per distinct title and text).
 
     Sentences are stripped and joined with single spaces: HotpotQA stores them with a leading
     space, 2Wiki without, and the passage text should not depend on which.
     """
-    if fmt not in ("hotpotqa", "flashrag"):
+    if fmt not in QA_FORMATS:
         raise ValueError(f"not a question-file format: {fmt}")
+    if fmt == "musique":
+        yield from _read_musique(path)
+        return
     seen: set[str] = set()
     for _lineno, title, sentences in _paragraphs(path, fmt):
         if title in seen:
@@ -344,6 +406,6 @@ def read_passages(
     resolved = resolve_format(path, fmt)
     if resolved == "jsonl":
         return read_jsonl(path)
-    if resolved in ("hotpotqa", "flashrag"):
+    if resolved in QA_FORMATS:
         return read_qa_paragraphs(path, resolved)
     return read_text(path, max_tokens=max_tokens)
