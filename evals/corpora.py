@@ -1,9 +1,10 @@
 """What a question is answered over: the retrievers of the open corpus, or of its own paragraphs.
 
-The data README defines two settings. *Open*: every paragraph of the file (deduplicated by title)
-in one index, built once per file and reused by every run on it; that is the setting that tests
-the searchers. *Distractor*: each question's own ten or so paragraphs; the index is tiny and
-built per question, in a temporary directory (tantivy) and in memory (FAISS), then dropped.
+The data README defines two settings. *Open*: every paragraph of the file (deduplicated by title;
+MuSiQue's by title and text) in one index, built once per file and reused by every run on it;
+that is the setting that tests the searchers. *Distractor*: each question's own ten or so
+paragraphs (MuSiQue: twenty); the index is tiny and built per question, in a temporary
+directory (tantivy) and in memory (FAISS), then dropped.
 
 Either way a pipeline sees a ``Corpus``: named retrievers ("sparse", "dense", "tree") plus a
 cache for what it builds over them once (searchers, the planner), so the open corpus pays for
@@ -23,7 +24,6 @@ from langchain_core.embeddings import Embeddings
 from agent.indexing import build, open_retriever
 from agent.settings import Settings
 from evals.datasets import EvalQuestion
-from searchers.corpus import paragraph_id
 from searchers.dense_faiss import DenseConfig, FaissDenseIndex
 from searchers.index_build import embedding_dimension
 from searchers.passages import Passage
@@ -105,10 +105,11 @@ def open_corpus(
 
 
 def question_passages(question: EvalQuestion) -> list[Passage]:
-    """A question's own paragraphs with the open index's ids, so hits compare across settings."""
+    """A question's own paragraphs with the open index's ids, so hits compare across settings
+    (by title for HotpotQA and 2Wiki, by title and text for MuSiQue: ``passage_ids``)."""
     return [
-        Passage(id=paragraph_id(title), title=title, text=text, metadata={"distractor": True})
-        for title, text in question.paragraphs
+        Passage(id=pid, title=title, text=text, metadata={"distractor": True})
+        for pid, (title, text) in zip(question.passage_ids(), question.paragraphs, strict=True)
     ]
 
 

@@ -1,6 +1,6 @@
-"""Evaluation questions from HotpotQA / 2WikiMultihopQA files, in either layout, as one record.
+"""Evaluation questions from HotpotQA / 2WikiMultihopQA / MuSiQue files, as one record.
 
-Two layouts exist in the shared data (see its README):
+Three layouts exist in the shared data (see its README):
 
 - ``hotpotqa``: the Hugging Face ``hotpot_qa`` rows: ``id, question, answer, type, level,
   supporting_facts{title[], sent_id[]}, context{title[], sentences[][]}``. The original
@@ -8,11 +8,18 @@ Two layouts exist in the shared data (see its README):
   is read too, so a file converted either way loads the same.
 - ``flashrag``: ``id, question, golden_answers[], metadata{type, level, supporting_facts,
   context{title[], sentences[][] | content[][]}}``; 2Wiki's ``golden_answers`` holds aliases.
+- ``musique``: MuSiQue-Ans rows: ``id, question, answer, answer_aliases[], paragraphs[{idx,
+  title, paragraph_text, is_supporting}], question_decomposition[{question, answer,
+  paragraph_support_idx}]``; the type is the id's hop count (``2hop``, ``3hop``, ``4hop``).
 
-Both become an ``EvalQuestion`` whose paragraphs are built exactly as the open-corpus reader
+Each becomes an ``EvalQuestion`` whose paragraphs are built exactly as the open-corpus reader
 (``searchers.corpus.read_qa_paragraphs``) builds passages: sentences stripped and joined by single
-spaces, first paragraph of a title wins. So a question's distractor paragraphs and the open index
-hold the same text, and titles match across settings (gold-paragraph recall relies on that).
+spaces, first paragraph of a title wins (MuSiQue: first of a title and text). So a question's
+distractor paragraphs and the open index hold the same text and ids (``EvalQuestion.passage_ids``),
+and gold-paragraph recall and hop recall compare across settings.
+
+Gold hops (``GoldHop``), the single-fact steps a question decomposes into, come from MuSiQue's
+``question_decomposition`` and from 2Wiki's ``evidences`` triples; HotpotQA has none.
 
 Every problem is a ``DatasetError`` naming ``FILE:LINE``: a run of 300 questions should fail
 before the first model call, not at question 212.
@@ -20,23 +27,37 @@ before the first model call, not at question 212.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from searchers.chunking import normalize_space
+from searchers.corpus import CorpusError, musique_paragraphs, paragraph_id, paragraph_text_id
 from searchers.jsonl import json_objects
 
 # ``quality`` (multiple choice over long articles) is read by ``evals.quality_data`` and run by
 # ``evals.quality_runner``; it is detected here so every command names the format alike.
-DatasetFormat = Literal["auto", "hotpotqa", "flashrag", "quality"]
+DatasetFormat = Literal["auto", "hotpotqa", "flashrag", "musique", "quality"]
 FORMATS: tuple[str, ...] = get_args(DatasetFormat)
 MAX_LINES = 10_000_000  # a bound on the read loop; far beyond any evaluation file
+_HOP_COUNT = re.compile(r"^(\d+hop)")  # MuSiQue ids: 2hop__1_2, 3hop1__1_2_3, 4hop3__...
 
 
 class DatasetError(ValueError):
     """An evaluation file that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class GoldHop:
+    """One single-fact step of a question's gold decomposition and the paragraph that states it:
+    what a planner's atomic query should ask, and the passage its search should find."""
+
+    question: str  # MuSiQue's sub-question ("#1 >> relation" style); 2Wiki: "relation of subject"
+    answer: str
+    passage_id: str  # the paragraph's id in the open index (and in the distractor setting)
+    title: str
 
 
 @dataclass(frozen=True)
@@ -47,9 +68,37 @@ class EvalQuestion:
     supporting_titles: list[str]
     paragraphs: list[tuple[str, str]] = field(default_factory=list)  # (title, text)
     type: str = ""
+    # The paragraphs' ids, one per paragraph, when a title does not identify its paragraph
+    # (MuSiQue); empty means ``paragraph_id(title)`` each, as for HotpotQA and 2Wiki.
+    paragraph_ids: list[str] = field(default_factory=list)
+    supporting_ids: list[str] = field(default_factory=list)  # open-index ids of the gold ones
+    gold_hops: list[GoldHop] = field(default_factory=list)
+    gold_hops_skipped: int = 0  # gold hops whose paragraph could not be found (left out)
+
+    def __post_init__(self) -> None:
+        if self.paragraph_ids and len(self.paragraph_ids) != len(self.paragraphs):
+            raise ValueError(
+                f"question {self.id}: {len(self.paragraph_ids)} paragraph ids for "
+                f"{len(self.paragraphs)} paragraphs"
+            )
+
+    def passage_ids(self) -> list[str]:
+        """The open-index id of each paragraph, in order: both settings must name a paragraph
+        alike, or gold recall and hop recall would differ between them for no reason."""
+        if self.paragraph_ids:
+            return list(self.paragraph_ids)
+        return [paragraph_id(title) for title, _text in self.paragraphs]
+
+    @property
+    def titles_identify_paragraphs(self) -> bool:
+        """False when two paragraphs may share a title (MuSiQue): title matches then overcount,
+        and gold recall must compare ids."""
+        return not self.paragraph_ids
 
 
 def _layout_of(record: dict[str, Any]) -> str | None:
+    if isinstance(record.get("paragraphs"), list) and "question_decomposition" in record:
+        return "musique"
     metadata = record.get("metadata")
     if isinstance(metadata, dict) and "context" in metadata:
         return "flashrag"
@@ -61,15 +110,17 @@ def _layout_of(record: dict[str, Any]) -> str | None:
 
 
 def detect_format(path: Path) -> str:
-    """The layout of the first non-blank line: ``hotpotqa``, ``flashrag`` or ``quality``."""
+    """The layout of the first non-blank line: ``hotpotqa``, ``flashrag``, ``musique`` or
+    ``quality``."""
     for lineno, record in _records(path):
         layout = _layout_of(record)
         if layout is None:
             keys = ", ".join(sorted(record)[:8])
             raise DatasetError(
                 f"{path}:{lineno}: unknown question layout (fields: {keys}); expected a HotpotQA "
-                "row with 'context', a FlashRAG row with 'metadata.context' or a QuALITY row "
-                "with 'article' and 'questions'"
+                "row with 'context', a FlashRAG row with 'metadata.context', a MuSiQue row with "
+                "'paragraphs' and 'question_decomposition' or a QuALITY row with 'article' and "
+                "'questions'"
             )
         return layout
     raise DatasetError(f"{path}: no questions in the file")
@@ -149,6 +200,143 @@ def _answers(where: str, value: Any, name: str) -> list[str]:
     return list(dict.fromkeys(answers))
 
 
+def _evidence_paragraph(
+    subject: str, titles: Sequence[str], supporting: Sequence[str]
+) -> str | None:
+    """The title of the paragraph a 2Wiki evidence triple comes from.
+
+    Supporting-fact titles are tried first (exact, case-insensitive, then one containing the
+    subject or contained in it), and only then any context title (exact, case-insensitive):
+    a context often holds a distractor titled exactly as the subject beside the gold paragraph
+    with a qualifier ("The Serpent's Egg" and the supporting "The Serpent's Egg (film)").
+    """
+    subject = subject.strip()
+    folded = subject.casefold()
+    if not folded:
+        return None
+    present = set(titles)
+    gold = [t for t in supporting if t in present]
+    for title in gold:
+        if title == subject:
+            return title
+    for title in gold:
+        if title.casefold() == folded:
+            return title
+    for title in gold:
+        if folded in title.casefold() or title.casefold() in folded:
+            return title
+    if subject in present:
+        return subject
+    return next((t for t in titles if t.casefold() == folded), None)
+
+
+def _evidence_hops(
+    where: str, evidences: Any, paragraphs: Sequence[tuple[str, str]], supporting: Sequence[str]
+) -> tuple[list[GoldHop], int]:
+    """2Wiki's gold hops, one per ``[subject, relation, object]`` triple whose paragraph is
+    found; and how many triples were left out for want of one (18 of the shared sample's 422,
+    mostly subjects named otherwise than their page: "Timothy Perry Shriver", "Timothy Shriver")."""
+    if evidences is None:
+        return [], 0
+    if not isinstance(evidences, list):
+        raise DatasetError(f"{where}: 'evidences' must be a list of [subject, relation, object]")
+    titles = [title for title, _text in paragraphs]
+    hops: list[GoldHop] = []
+    skipped = 0
+    for triple in evidences:
+        if not (
+            isinstance(triple, list)
+            and len(triple) == 3
+            and all(isinstance(v, str) for v in triple)
+        ):
+            raise DatasetError(f"{where}: 'evidences' items must be [subject, relation, object]")
+        subject, relation, answer = (normalize_space(v) for v in triple)
+        title = _evidence_paragraph(subject, titles, supporting)
+        if title is None:
+            skipped += 1
+            continue
+        hops.append(
+            GoldHop(
+                question=f"{relation} of {subject}",
+                answer=answer,
+                passage_id=paragraph_id(title),
+                title=title,
+            )
+        )
+    return hops, skipped
+
+
+def _musique_question(record: dict[str, Any], where: str, qid: str, question: str) -> EvalQuestion:
+    """A MuSiQue row: paragraphs once per (title, text) with their content ids, supporting ones
+    from ``is_supporting``, gold hops from ``question_decomposition`` in order."""
+    aliases = record.get("answer_aliases", [])
+    if "answer" not in record:
+        raise DatasetError(f"{where}: a MuSiQue row needs 'answer'")
+    answer = record["answer"]
+    if not isinstance(answer, str):
+        raise DatasetError(f"{where}: 'answer' must be a string")
+    answers = _answers(where, [answer, *_strings(where, aliases, "answer_aliases")], "answer")
+    try:
+        raw = musique_paragraphs(record, where)
+    except CorpusError as exc:
+        raise DatasetError(str(exc)) from exc
+    items = record["paragraphs"]
+    supporting_idx = {
+        item["idx"] for item in items if isinstance(item, dict) and item.get("is_supporting")
+    }
+    by_idx: dict[int, tuple[str, str]] = {}
+    seen: set[tuple[str, str]] = set()
+    paragraphs: list[tuple[str, str]] = []
+    for idx, title, text in raw:
+        if idx in by_idx:
+            raise DatasetError(f"{where}: paragraph idx {idx} repeats")
+        by_idx[idx] = (title, text)
+        if (title, text) not in seen:
+            seen.add((title, text))
+            paragraphs.append((title, text))
+    supporting = [by_idx[i] for i, *_ in raw if i in supporting_idx]
+    decomposition = record.get("question_decomposition")
+    if not isinstance(decomposition, list):
+        raise DatasetError(f"{where}: 'question_decomposition' must be a list")
+    hops: list[GoldHop] = []
+    skipped = 0
+    for step in decomposition:
+        if not (
+            isinstance(step, dict)
+            and isinstance(step.get("question"), str)
+            and isinstance(step.get("answer"), str)
+        ):
+            raise DatasetError(
+                f"{where}: 'question_decomposition' items need string 'question' and 'answer'"
+            )
+        found = by_idx.get(step.get("paragraph_support_idx"))
+        if found is None:  # no such paragraph, or an empty one
+            skipped += 1
+            continue
+        title, text = found
+        hops.append(
+            GoldHop(
+                question=normalize_space(step["question"]),
+                answer=normalize_space(step["answer"]),
+                passage_id=paragraph_text_id(title, text),
+                title=title,
+            )
+        )
+    match = _HOP_COUNT.match(qid)
+    return EvalQuestion(
+        id=qid,
+        question=question,
+        answers=answers,
+        supporting_titles=list(dict.fromkeys(title for title, _text in supporting)),
+        paragraphs=paragraphs,
+        type=match.group(1) if match else "",
+        paragraph_ids=[paragraph_text_id(title, text) for title, text in paragraphs],
+        supporting_ids=list(dict.fromkeys(paragraph_text_id(t, x) for t, x in supporting)),
+        gold_hops=hops,
+        gold_hops_skipped=skipped,
+    )
+
+
 def parse_question(record: dict[str, Any], layout: str, where: str, lineno: int) -> EvalQuestion:
     """One row of the given layout; ``where`` is ``FILE:LINE`` for error messages."""
     if layout == "quality":
@@ -164,6 +352,8 @@ def parse_question(record: dict[str, Any], layout: str, where: str, lineno: int)
         raise DatasetError(f"{where}: 'id' must be a string or an integer")
     # Without an id, the line number: stable for an unchanged file, which is what resume needs.
     qid = str(raw_id) if raw_id is not None else f"line-{lineno}"
+    if layout == "musique":
+        return _musique_question(record, where, qid, question.strip())
     if layout == "flashrag":
         metadata = record.get("metadata")
         if not isinstance(metadata, dict) or "context" not in metadata:
@@ -180,14 +370,24 @@ def parse_question(record: dict[str, Any], layout: str, where: str, lineno: int)
         answers = _answers(where, record["answer"], "answer")
         source = record
     else:
-        raise DatasetError(f"unknown dataset format {layout!r}; expected hotpotqa or flashrag")
+        raise DatasetError(
+            f"unknown dataset format {layout!r}; expected hotpotqa, flashrag or musique"
+        )
+    supporting = _supporting_titles(where, source.get("supporting_facts"))
+    paragraphs = _paragraphs(where, source["context"])
+    # 2Wiki's triples; a FlashRAG row may carry them in its metadata or beside it
+    evidences = source.get("evidences", record.get("evidences"))
+    hops, skipped = _evidence_hops(where, evidences, paragraphs, supporting)
     return EvalQuestion(
         id=qid,
         question=question.strip(),
         answers=answers,
-        supporting_titles=_supporting_titles(where, source.get("supporting_facts")),
-        paragraphs=_paragraphs(where, source["context"]),
+        supporting_titles=supporting,
+        paragraphs=paragraphs,
         type=str(source.get("type") or ""),
+        supporting_ids=[paragraph_id(title) for title in supporting],
+        gold_hops=hops,
+        gold_hops_skipped=skipped,
     )
 
 

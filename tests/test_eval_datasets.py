@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.datasets import DatasetError, detect_format, load_questions
-from searchers.corpus import read_qa_paragraphs
+from evals.corpora import question_passages
+from evals.datasets import DatasetError, GoldHop, detect_format, load_questions
+from searchers.corpus import paragraph_id, read_qa_paragraphs
 from tests.conftest import SHARED_DATA
 
 DATA = Path(__file__).parent / "data"
@@ -114,6 +115,81 @@ def test_limit_blank_lines_and_missing_ids(tmp_path: Path) -> None:
     assert load_questions(path, limit=0) == []
 
 
+def wiki_official_row(**overrides: object) -> dict[str, object]:
+    """2Wiki's own layout: a distractor titled exactly as the evidence's subject beside the gold
+    "(film)" page, a subject cased otherwise than its page, and one named nowhere."""
+    row: dict[str, object] = {
+        "_id": "w-official",
+        "type": "compositional",
+        "question": "Where did the director of film The Serpent's Egg die?",
+        "answer": "Fårö",
+        "context": [
+            ["The Serpent's Egg", ["The Serpent's Egg is a novel."]],
+            ["The Serpent's Egg (film)", ["The Serpent's Egg is a 1977 film by Ingmar Bergman."]],
+            ["Ingmar Bergman", ["Ingmar Bergman died on Fårö."]],
+            ["Liv Ullmann", ["Liv Ullmann is an actress."]],
+        ],
+        "supporting_facts": [["The Serpent's Egg (film)", 0], ["Ingmar Bergman", 0]],
+        "evidences": [
+            ["The Serpent's Egg", "director", "Ingmar Bergman"],
+            ["ingmar bergman", "place of death", "Fårö"],
+            ["LIV ULLMANN", "occupation", "actress"],
+            ["Ingrid von Rosen", "spouse", "Ingmar Bergman"],
+        ],
+    }
+    row.update(overrides)
+    return row
+
+
+def test_2wiki_evidences_are_gold_hops(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "w.jsonl", [wiki_official_row()])
+    assert detect_format(path) == "hotpotqa"
+    [question] = load_questions(path)
+    film = "The Serpent's Egg (film)"
+    assert question.gold_hops == [
+        # a supporting title containing the subject wins over a distractor named exactly so
+        GoldHop("director of The Serpent's Egg", "Ingmar Bergman", paragraph_id(film), film),
+        GoldHop(
+            "place of death of ingmar bergman",
+            "Fårö",
+            paragraph_id("Ingmar Bergman"),
+            "Ingmar Bergman",
+        ),
+        # no supporting title fits: any context title, case-insensitively
+        GoldHop("occupation of LIV ULLMANN", "actress", paragraph_id("Liv Ullmann"), "Liv Ullmann"),
+    ]
+    assert question.gold_hops_skipped == 1  # "Ingrid von Rosen" names no paragraph
+    assert question.supporting_ids == [paragraph_id(film), paragraph_id("Ingmar Bergman")]
+    assert question.titles_identify_paragraphs
+    own = {p.id for p in question_passages(question)}
+    assert {h.passage_id for h in question.gold_hops} <= own
+
+
+def test_flashrag_evidences_under_metadata_and_none_for_hotpotqa(tmp_path: Path) -> None:
+    row = {
+        "id": "f1",
+        "question": "Who directed it?",
+        "golden_answers": ["Ingmar Bergman"],
+        "metadata": {
+            "context": {"title": ["The Serpent's Egg (film)"], "content": [["A film."]]},
+            "supporting_facts": {"title": ["The Serpent's Egg (film)"], "sent_id": [0]},
+            "evidences": [["The Serpent's Egg", "director", "Ingmar Bergman"]],
+        },
+    }
+    [question] = load_questions(write_lines(tmp_path / "f.jsonl", [row]))
+    assert [h.title for h in question.gold_hops] == ["The Serpent's Egg (film)"]
+    [hotpot] = load_questions(write_lines(tmp_path / "h.jsonl", [hf_row()]))
+    assert hotpot.gold_hops == [] and hotpot.gold_hops_skipped == 0
+    assert hotpot.supporting_ids == [paragraph_id("Seine")]
+
+
+@pytest.mark.parametrize("evidences", [{"a": 1}, [["s", "r"]], [["s", "r", 3]]])
+def test_malformed_evidences_name_the_line(tmp_path: Path, evidences: object) -> None:
+    path = write_lines(tmp_path / "w.jsonl", [wiki_official_row(evidences=evidences)])
+    with pytest.raises(DatasetError, match=r"w\.jsonl:1: 'evidences'"):
+        load_questions(path)
+
+
 @pytest.mark.parametrize(
     ("lines", "fmt", "message"),
     [
@@ -185,3 +261,16 @@ def test_the_shared_evaluation_files_load() -> None:
         SHARED_DATA / "hotpotqa" / "dev_first200_minus_holdout_flashrag.jsonl", limit=5
     )
     assert flash[0].answers == ["yes"]
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared evaluation data not present")
+def test_the_shared_2wiki_official_file_has_gold_hops() -> None:
+    wiki = load_questions(SHARED_DATA / "2wikimultihopqa" / "dev_163_official.jsonl")
+    assert len(wiki) == 163
+    hops = [h for q in wiki for h in q.gold_hops]
+    skipped = sum(q.gold_hops_skipped for q in wiki)
+    assert len(hops) + skipped == 422 and skipped == 18
+    for q in wiki:  # every hop's paragraph is one of the question's own
+        assert {h.passage_id for h in q.gold_hops} <= set(q.passage_ids())
+    first = wiki[0].gold_hops[0]
+    assert (first.title, first.answer) == ("The Serpent's Egg (film)", "Ingmar Bergman")

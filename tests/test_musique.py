@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evals.corpora import question_passages
+from evals.datasets import DatasetError, EvalQuestion, GoldHop, load_questions
+from evals.datasets import detect_format as dataset_format
 from searchers.corpus import (
     CorpusError,
     detect_format,
@@ -135,3 +139,100 @@ def test_real_musique_rows(tmp_path: Path) -> None:
     pairs = {(p.title, p.text) for p in passages}
     assert len(pairs) == len(passages) == len({p.id for p in passages})
     assert len({p.title for p in passages}) < len(passages)  # titles collide in 20 rows already
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def test_questions_aliases_types_and_supporting_paragraphs(tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "musique.jsonl", [musique_row(), other_row()])
+    assert dataset_format(path) == "musique"
+    first, second = load_questions(path)
+    assert first.answers == ["Seine", "River Seine", "the Seine"]  # canonical first, once
+    assert second.answers == ["George Wright"]
+    assert (first.type, second.type) == ("2hop", "3hop")  # 3hop1 -> 3hop
+    assert first.supporting_titles == ["Paris", "Seine"]
+    assert first.supporting_ids == [
+        paragraph_text_id("Paris", "Paris is the capital of France."),
+        paragraph_text_id("Seine", "The Seine flows through Paris."),
+    ]
+    assert second.paragraphs[0] == ("Paris", "Paris is a city in Lamar County, Texas.")
+    assert not first.titles_identify_paragraphs
+
+
+def test_gold_hops_follow_the_decomposition(tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "musique.jsonl", [musique_row(), other_row()])
+    first, second = load_questions(path)
+    assert first.gold_hops == [
+        GoldHop(
+            question="What is the capital of France?",
+            answer="Paris",
+            passage_id=paragraph_text_id("Paris", "Paris is the capital of France."),
+            title="Paris",
+        ),
+        GoldHop(
+            question="Which river flows through #1 ?",
+            answer="Seine",
+            passage_id=paragraph_text_id("Seine", "The Seine flows through Paris."),
+            title="Seine",
+        ),
+    ]
+    assert [h.answer for h in second.gold_hops] == ["Texas", "Lamar County", "George Wright"]
+    # the two "Paris" hops point at two different paragraphs
+    assert second.gold_hops[0].passage_id != first.gold_hops[0].passage_id
+    assert first.gold_hops_skipped == second.gold_hops_skipped == 0
+
+
+def test_a_hop_without_its_paragraph_is_skipped_and_counted(tmp_path: Path) -> None:
+    row = musique_row(question_decomposition=[hop(1, "q1", "a1", 0), hop(2, "q2", "a2", 9)])
+    [question] = load_questions(write_rows(tmp_path / "m.jsonl", [row]))
+    assert [h.answer for h in question.gold_hops] == ["a1"]
+    assert question.gold_hops_skipped == 1
+
+
+def test_the_open_index_and_the_distractor_setting_agree_on_ids(tmp_path: Path) -> None:
+    path = write_rows(tmp_path / "musique.jsonl", [musique_row(), other_row()])
+    indexed = {(p.title, p.text): p.id for p in read_passages(path)}
+    for question in load_questions(path):
+        own = question_passages(question)
+        assert [(p.title, p.text) for p in own] == question.paragraphs
+        assert [p.id for p in own] == [indexed[(p.title, p.text)] for p in own]
+        ids = {p.id for p in own}
+        assert {h.passage_id for h in question.gold_hops} <= ids
+        assert set(question.supporting_ids) <= ids
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"answer": 3}, r"m\.jsonl:1: 'answer' must be a string"),
+        ({"answer_aliases": "x"}, r"'answer_aliases' must be a list of strings"),
+        ({"question_decomposition": {}}, r"'question_decomposition' must be a list"),
+        ({"question_decomposition": [{"question": "q"}]}, r"need string 'question' and 'answer'"),
+        ({"paragraphs": [paragraph(0, "A", "a"), paragraph(0, "B", "b")]}, r"idx 0 repeats"),
+        ({"paragraphs": [{"idx": 0}]}, r"m\.jsonl:1: .*string 'title'"),
+    ],
+)
+def test_bad_rows_name_the_line(tmp_path: Path, overrides: dict[str, Any], message: str) -> None:
+    path = write_rows(tmp_path / "m.jsonl", [musique_row(**overrides)])
+    with pytest.raises(DatasetError, match=message):
+        load_questions(path)
+
+
+def test_paragraph_ids_must_match_the_paragraphs() -> None:
+    with pytest.raises(ValueError, match="1 paragraph ids for 2 paragraphs"):
+        EvalQuestion("q", "?", ["a"], [], paragraphs=[("A", "a"), ("B", "b")], paragraph_ids=["x"])
+
+
+@needs_shared
+def test_the_shared_musique_file() -> None:
+    questions = load_questions(MUSIQUE)
+    assert len(questions) == 174
+    assert Counter(q.type for q in questions) == {"2hop": 119, "3hop": 32, "4hop": 23}
+    assert all(len(q.gold_hops) == int(q.type[0]) for q in questions)
+    assert sum(q.gold_hops_skipped for q in questions) == 0
+    indexed = {p.id for p in read_passages(MUSIQUE)}
+    assert len(indexed) == 2704  # 174 x 20 paragraphs, 2334 titles
+    for q in questions:
+        assert set(q.passage_ids()) <= indexed
+        assert {h.passage_id for h in q.gold_hops} <= set(q.supporting_ids)
