@@ -22,20 +22,26 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The means of per-question rows. Retrieval success and gold recall are averaged over the
-    questions where they are defined (a yes/no answer has no span to find), and how many that
-    was is reported beside them, so a "100" over 3 questions cannot pass for one over 300."""
+    """The means of per-question rows. Retrieval success, gold recall and hop recall are
+    averaged over the questions where they are defined (a yes/no answer has no span to find,
+    HotpotQA has no gold hops), and how many that was is reported beside them, so a "100" over
+    3 questions cannot pass for one over 300."""
     success = [r.get("retrieval_success") for r in rows]
     recall = [r.get("gold_recall") for r in rows]
+    hops = [r.get("hop_recall") for r in rows]
     mean_success = mean_defined(success)
     mean_recall = mean_defined(recall)
     by_type: dict[str, dict[str, Any]] = {}
     for kind in sorted({str(r.get("type") or "") for r in rows} - {""}):
         group = [r for r in rows if r.get("type") == kind]
+        group_hops = [r.get("hop_recall") for r in group]
         by_type[kind] = {
             "n": len(group),
             "em": _percent(_mean([r["em"] for r in group])),
             "f1": _percent(_mean([r["f1"] for r in group])),
+            # a 4-hop chain is where a planner's recall should fall first
+            "hop_recall": _percent(mean_defined(group_hops)),
+            "hop_recall_n": sum(v is not None for v in group_hops),
         }
 
     def per_question(key: str, digits: int = 2) -> float | None:
@@ -65,6 +71,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "retrieval_success_n": sum(v is not None for v in success),
         "gold_recall": _percent(mean_recall),
         "gold_recall_n": sum(v is not None for v in recall),
+        "hop_recall": _percent(mean_defined(hops)),
+        "hop_recall_n": sum(v is not None for v in hops),
         "llm_calls_per_question": per_question("llm_calls"),
         "prompt_tokens_per_question": per_question("prompt_tokens", 1),
         "completion_tokens_per_question": per_question("completion_tokens", 1),

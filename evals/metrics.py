@@ -17,6 +17,9 @@ a/an/the, collapse whitespace. Per question scores are in [0, 1]; with several g
   whole tokens (FlashRAG's ``has_answer``), since a plain substring would find "1" in every
   year. Undefined (None) for yes/no answers: they are decided, not found in a passage.
 - Gold-paragraph recall: share of the supporting titles among the retrieved titles.
+- Hop recall: share of a question's gold hops (MuSiQue's decomposition, 2Wiki's evidences)
+  whose paragraph was retrieved, by passage id; with the queries a planner ran, how many of them
+  found no gold hop's paragraph at all (a query that went astray, or one that was not needed).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
+from evals.datasets import GoldHop
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -114,6 +119,25 @@ def gold_recall(supporting_titles: Iterable[str], retrieved_titles: Iterable[str
     if not gold:
         return None
     return len(gold & set(retrieved_titles)) / len(gold)
+
+
+def hop_recall(gold_hops: Sequence[GoldHop], retrieved_ids: Iterable[str]) -> float | None:
+    """Share of the gold hops whose paragraph is among the retrieved passages; None without
+    gold hops. Counted per hop, not per paragraph: a chain is only as found as its steps, and
+    two hops stated by one paragraph are both found with it. Compared by id, since MuSiQue
+    titles do not identify a paragraph."""
+    if not gold_hops:
+        return None
+    retrieved = set(retrieved_ids)
+    return sum(hop.passage_id in retrieved for hop in gold_hops) / len(gold_hops)
+
+
+def unmatched_queries(gold_hops: Sequence[GoldHop], per_query_ids: Sequence[Sequence[str]]) -> int:
+    """How many of a plan's queries retrieved no gold hop's paragraph: a decomposition that
+    strays from the gold one shows here even when the answer comes out right. Without gold
+    hops every query counts as unmatched; callers score only questions that have them."""
+    gold = {hop.passage_id for hop in gold_hops}
+    return sum(not gold.intersection(ids) for ids in per_query_ids)
 
 
 def mean_defined(values: Iterable[float | None]) -> float | None:

@@ -64,6 +64,10 @@ class PipelineOutput:
     prediction: str
     contexts: list[str] = field(default_factory=list)  # what the generator was shown
     retrieved_titles: list[str] = field(default_factory=list)
+    # Passage ids of what was retrieved, for hop recall (ids, since MuSiQue titles repeat), and
+    # per planned query when the pipeline runs several (for the queries that found no gold hop).
+    retrieved_ids: list[str] = field(default_factory=list)
+    query_passage_ids: list[list[str]] = field(default_factory=list)
     llm_calls: int = 0
     prompt_tokens: int = 0  # spent by this run; responses served from the LLM cache cost none
     completion_tokens: int = 0
@@ -278,6 +282,7 @@ def _vanilla(kind: str) -> PipelineRun:
             started,
             contexts=contexts,
             retrieved_titles=[h.title for h in hits],
+            retrieved_ids=[h.id for h in hits],
             error=error,
         )
 
@@ -305,6 +310,7 @@ def _single_searcher(name: str) -> PipelineRun:
             started,
             contexts=contexts,
             retrieved_titles=[h.title for h in hits],
+            retrieved_ids=[h.id for h in hits],
             error=error,
             warnings=[f"{name} searcher: {search_error}"] if search_error else [],
         )

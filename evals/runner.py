@@ -54,7 +54,13 @@ from evals.corpora import (
     open_corpus,
 )
 from evals.datasets import EvalQuestion, load_questions, resolve_format
-from evals.metrics import answer_scores, gold_recall, retrieval_success
+from evals.metrics import (
+    answer_scores,
+    gold_recall,
+    hop_recall,
+    retrieval_success,
+    unmatched_queries,
+)
 from evals.pipelines import (
     EvalContext,
     PipelineError,
@@ -239,6 +245,30 @@ def run_fields(output: Any) -> dict[str, Any]:
     }
 
 
+def _gold_recall(question: EvalQuestion, output: PipelineOutput) -> float | None:
+    """By title, as always; by id where titles repeat across paragraphs (MuSiQue) and the
+    pipeline reported ids, else a distractor sharing a gold title would count as gold."""
+    if not question.titles_identify_paragraphs and output.retrieved_ids:
+        return gold_recall(question.supporting_ids, output.retrieved_ids)
+    return gold_recall(question.supporting_titles, output.retrieved_titles)
+
+
+def _hop_fields(question: EvalQuestion, output: PipelineOutput, retrieves: bool) -> dict[str, Any]:
+    """``hop_recall`` (None without gold hops, for a pipeline that retrieves nothing, and for
+    one that retrieved passages but reported no ids: unknown, not zero) and, when the output
+    lists each planned query's passages, ``hop_queries_unmatched``."""
+    reported = bool(output.retrieved_ids) or not output.retrieved_titles
+    recall = (
+        hop_recall(question.gold_hops, output.retrieved_ids) if retrieves and reported else None
+    )
+    fields: dict[str, Any] = {"hop_recall": recall}
+    if retrieves and question.gold_hops and output.query_passage_ids:
+        fields["hop_queries_unmatched"] = unmatched_queries(
+            question.gold_hops, output.query_passage_ids
+        )
+    return fields
+
+
 def score(
     question: EvalQuestion, output: PipelineOutput, *, retrieves: bool = True
 ) -> dict[str, Any]:
@@ -258,9 +288,8 @@ def score(
         "retrieval_success": (
             retrieval_success(question.answers, output.contexts) if retrieves else None
         ),
-        "gold_recall": (
-            gold_recall(question.supporting_titles, output.retrieved_titles) if retrieves else None
-        ),
+        "gold_recall": _gold_recall(question, output) if retrieves else None,
+        **_hop_fields(question, output, retrieves),
         "supporting_titles": question.supporting_titles,
         "retrieved_titles": list(dict.fromkeys(output.retrieved_titles)),
         **run_fields(output),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evals.datasets import GoldHop
 from evals.metrics import (
     accuracy,
     answer_scores,
@@ -12,9 +13,11 @@ from evals.metrics import (
     exact_match,
     f1_score,
     gold_recall,
+    hop_recall,
     mean_defined,
     normalize_answer,
     retrieval_success,
+    unmatched_queries,
 )
 
 
@@ -129,6 +132,51 @@ def test_gold_recall() -> None:
     assert gold_recall([], ["Seine"]) is None
     # titles are compared exactly: they are paragraph ids
     assert gold_recall(["Ed Wood"], ["Ed Wood (film)"]) == 0.0
+
+
+HOPS = [
+    GoldHop("capital of France", "Paris", "paris-1", "Paris"),
+    GoldHop("river through #1", "Seine", "seine-2", "Seine"),
+    GoldHop("#2 >> mouth", "Le Havre", "seine-2", "Seine"),  # one paragraph, two hops
+    GoldHop("#3 >> country", "France", "le-havre-3", "Le Havre"),
+]
+
+
+def test_hop_recall_counts_hops_by_passage_id() -> None:
+    assert hop_recall(HOPS, ["seine-2", "danube-9"]) == 0.5  # one paragraph finds two hops
+    assert hop_recall(HOPS, ["paris-1", "seine-2", "le-havre-3", "paris-1"]) == 1.0
+    assert hop_recall(HOPS, []) == 0.0
+    assert hop_recall([], ["paris-1"]) is None
+    # ids, not titles: another "Paris" paragraph is not the gold one
+    assert hop_recall(HOPS[:1], ["paris-texas-7"]) == 0.0
+
+
+def test_unmatched_queries_are_the_ones_that_found_no_gold_hop() -> None:
+    per_query = [["paris-1", "x"], ["x", "y"], [], ["seine-2"], ["le-havre-3"]]
+    assert unmatched_queries(HOPS, per_query) == 2
+    assert unmatched_queries(HOPS, []) == 0
+    assert unmatched_queries([], [["paris-1"], []]) == 2  # callers skip questions without hops
+
+
+def test_hop_recall_is_averaged_over_the_rows_that_define_it_overall_and_per_type() -> None:
+    from evals.aggregate import aggregate
+
+    base = {"em": 0.0, "f1": 0.0, "acc": 0.0}
+    rows = [
+        {**base, "type": "2hop", "hop_recall": 1.0},
+        {**base, "type": "2hop", "hop_recall": 0.5},
+        {**base, "type": "4hop", "hop_recall": 0.25},
+        {**base, "type": "bridge", "hop_recall": None},  # HotpotQA: no gold hops
+        {**base, "type": "bridge"},  # a row from before the field existed
+    ]
+    metrics = aggregate(rows)
+    assert metrics["hop_recall"] == pytest.approx(58.33) and metrics["hop_recall_n"] == 3
+    assert metrics["by_type"]["2hop"]["hop_recall"] == 75.0
+    assert metrics["by_type"]["2hop"]["hop_recall_n"] == 2
+    assert metrics["by_type"]["4hop"]["hop_recall"] == 25.0
+    assert metrics["by_type"]["bridge"]["hop_recall"] is None
+    assert metrics["by_type"]["bridge"]["hop_recall_n"] == 0
+    assert aggregate([rows[-1]])["hop_recall"] is None
 
 
 def test_mean_defined() -> None:
