@@ -21,6 +21,7 @@ from rich.text import Text
 
 from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
 from evals.datasets import DatasetError, resolve_format
+from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, gains_table
 from evals.pipelines import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_K,
@@ -33,13 +34,19 @@ from evals.quality_pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import (
     REPORT_FILE,
     ReportError,
+    compare_columns,
     comparison_markdown,
     comparison_rows,
     comparison_warnings,
+    details_or_none,
+    gains_plot_path,
     load_metrics,
     on_common_questions,
+    paired_comparison,
+    plot_gains,
     plot_scores,
     run_labels,
+    with_hop_recall,
 )
 from evals.runner import EvalRunError, RunConfig, check_config, run_eval
 from evals.suite import (
@@ -269,7 +276,12 @@ def compare_command(
         Path | None, typer.Option("--markdown", help="also write the table as markdown here")
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="write a grouped bar chart (PNG) here")
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="write a grouped bar chart (PNG) here, and the paired gains beside it "
+            "(<stem>-gains.png)",
+        ),
     ] = None,
     common: Annotated[
         bool,
@@ -278,36 +290,73 @@ def compare_command(
             help="score every run on the questions all of them finished (one dataset file)",
         ),
     ] = False,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="bootstrap resamples of the paired intervals")
+    ] = DEFAULT_RESAMPLES,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the bootstrap")] = DEFAULT_SEED,
 ) -> None:
-    """One table over several runs (and optionally a markdown file and a chart)."""
+    """One table over several runs (and optionally a markdown file and a chart). Runs over one
+    dataset file are also compared question by question: paired gains with bootstrap
+    intervals, headroom between the best one-call RAG run and the oracle, and per question type
+    (in the markdown; the paired gains on the terminal too)."""
+    if resamples < 1:
+        raise _fail("--resamples must be >= 1")
     try:
         loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
         if common:
             loaded = on_common_questions(loaded)
     except ReportError as exc:
         raise _fail(str(exc)) from exc
-    from evals.report import COMPARE_COLUMNS
+    details = [details_or_none(path) for path, _ in loaded]
+    if common:  # the means above were re-scored on these questions: hop recall follows them
+        shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
+        details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
+    loaded = [
+        (path, with_hop_recall(metrics, rows or []))
+        for (path, metrics), rows in zip(loaded, details, strict=True)
+    ]
+    paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)
 
     table = Table(title="hoptree eval compare")
     table.add_column("run", no_wrap=True)
-    for key, label in COMPARE_COLUMNS:
+    for key, label in compare_columns(loaded):
         table.add_column(label, justify="left" if key in ("dataset", "setting") else "right")
     for row in comparison_rows(loaded):
         table.add_row(*row)
     # Piped into a file, rich would squeeze 13 columns into 80; keep the table whole there.
     console = out if out.is_terminal else Console(width=240)
     console.print(table)
+    if paired is not None:
+        header, rows = gains_table(paired)
+        gains = Table(
+            title=f"paired gains over {paired.reference} on {len(paired.ids)} shared questions "
+            f"(95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
+        )
+        for index, column in enumerate(header):
+            gains.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
+        for row in rows:
+            gains.add_row(*row)
+        console.print(gains)
     for note in comparison_warnings(loaded):
         err.print(Text.assemble(("note: ", "yellow"), note), highlight=False)
+    if why_not:
+        err.print(Text.assemble(("note: ", "yellow"), why_not), highlight=False)
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(comparison_markdown(loaded), encoding="utf-8")
+        markdown.write_text(comparison_markdown(loaded, paired), encoding="utf-8")
         out.print(f"[dim]{markdown}[/dim]", highlight=False)
     if plot is not None:
         labelled = list(zip(run_labels(loaded), [m for _, m in loaded], strict=True))
         datasets = sorted({Path(str(m.get("dataset"))).name for _, m in loaded})
-        plot_scores(labelled, plot, f"{len(loaded)} runs on {', '.join(datasets)}")
+        title = f"{len(loaded)} runs on {', '.join(datasets)}"
+        plot_scores(labelled, plot, title)
         out.print(f"[dim]{plot}[/dim]", highlight=False)
+        if paired is not None:
+            drawn = plot_gains(
+                paired, gains_plot_path(plot), f"{title}, {len(paired.ids)} shared questions"
+            )
+            if drawn is not None:
+                out.print(f"[dim]{drawn}[/dim]", highlight=False)
 
 
 @eval_app.command("losses")

@@ -309,9 +309,15 @@ def analyse(
 # --------------------------------------------------------------------------- rendering
 
 
+def _signed(points: float) -> str:
+    """``+5.2``, ``-1.0``; ``0.0`` where it rounds to zero (no "-0.0" beside a "+0.0")."""
+    text = f"{points:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
+
+
 def format_gain(diff: PairedDiff) -> str:
     """``+5.2 [-1.0, +11.4]``: points, signed, so a loss cannot be misread as a gain."""
-    return f"{diff.mean:+.1f} [{diff.low:+.1f}, {diff.high:+.1f}]"
+    return f"{_signed(diff.mean)} [{_signed(diff.low)}, {_signed(diff.high)}]"
 
 
 def format_wlt(diff: PairedDiff) -> str:

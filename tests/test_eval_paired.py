@@ -246,3 +246,5 @@ def test_the_markdown_has_the_three_sections(suite: list[RunRows]) -> None:
 def test_a_gain_is_printed_signed_so_a_loss_reads_as_one() -> None:
     diff = PairedDiff(n=5, mean=-2.04, low=-7.96, high=3.0, wins=1, losses=2, ties=2)
     assert format_gain(diff) == "-2.0 [-8.0, +3.0]"
+    touching = PairedDiff(n=5, mean=20.0, low=-0.04, high=40.0, wins=2, losses=1, ties=2)
+    assert format_gain(touching) == "+20.0 [0.0, +40.0]"
