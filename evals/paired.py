@@ -207,8 +207,9 @@ class PairedComparison:
 
 
 def _best(runs: Sequence[RunRows], role: Role, f1: Mapping[str, float]) -> str | None:
-    """The run of a role with the highest mean F1; the first given wins a tie. With several
-    oracles or floors the highest is the one that matters (the ceiling actually reached)."""
+    """The run of a role with the highest mean F1; the first given wins a tie. The best one-call
+    run is the baseline an agent must beat; of several oracles the highest is the ceiling
+    actually reached; of several floors the highest, so no gain over it is flattered."""
     labels = [r.label for r in runs if r.role == role]
     return max(labels, key=lambda label: f1[label]) if labels else None
 
@@ -252,18 +253,17 @@ def analyse(
 
     others = [label for label in labels if label != reference]
     gains = {label: {m: diff(label, reference, m) for m in METRICS} for label in others}
-    vs_best = {}
+    vs_best: dict[str, PairedDiff] = {}
     headroom: dict[str, float | None] = {}
-    if best is not None:
-        for label in labels:
-            if label == best:
-                continue
-            vs_best[label] = gains[label]["f1"] if reference == best else diff(label, best)
-            if label != oracle:
-                headroom[label] = headroom_captured(
-                    f1[label], f1[best], f1[oracle] if oracle else None
-                )
-    vs_floor = {}
+    if best is not None:  # then it is the reference: its gains are the ones above
+        vs_best = {label: gains[label]["f1"] for label in others}
+        ceiling = f1[oracle] if oracle else None
+        headroom = {
+            label: headroom_captured(f1[label], f1[best], ceiling)
+            for label in others
+            if label != oracle
+        }
+    vs_floor: dict[str, PairedDiff] = {}
     if floor is not None:
         vs_floor = {label: diff(label, floor) for label in labels if label != floor}
 
@@ -278,7 +278,7 @@ def analyse(
         }
         for label in labels
     }
-    type_gains = {}
+    type_gains: dict[str, dict[str, PairedDiff]] = {}
     if best is not None:
         type_gains = {
             label: {t: diff(label, best, only=members[t]) for t in types}
