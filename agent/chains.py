@@ -45,6 +45,11 @@ class Hop:
     superseded: bool = False  # a follow-up's supported finding replaced it
 
 
+def same_answer(short: str, answer: str) -> bool:
+    """The short answer says the finding (equal, or one contains the other, normalised)."""
+    return _names(short, answer)
+
+
 def _names(short: str, answer: str) -> bool:
     """The short answer is this finding: equal, or one contains the other (the reader copies
     "Gian Galeazzo Visconti, the first Duke of Milan" for the finding "Gian Galeazzo Visconti")."""
@@ -91,3 +96,51 @@ def last_hop(short: str, hops: Sequence[Hop], question: str = "") -> str | None:
     if parse_date(current.answer) is not None and not asks_when(question):
         return None
     return current.answer
+
+
+def _ancestors(hop: Hop, by_id: dict[str, Hop]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(hop.needs)
+    for _ in range(MAX_HOPS * MAX_HOPS):  # bounded walk: plans are tiny, cycles impossible
+        if not todo:
+            break
+        current = todo.pop()
+        if current in seen or current not in by_id:
+            continue
+        seen.add(current)
+        todo.extend(by_id[current].needs)
+    return seen
+
+
+def chain_end(hops: Sequence[Hop], question: str = "") -> str | None:
+    """The finding at the end of a resolved chain, or None.
+
+    A plan is a chain when one planned query (the end) builds, through ``#n``, on every other
+    planned query; it is resolved when each of them has a supported finding, its own or a
+    follow-up's. Then the end's finding answers the question: it was asked for exactly what the
+    question asks, of the entity the earlier hops found. Measured on MuSiQue, the reader given
+    the whole chain in its notes still answered with the first hop ("Steve Hillage" for the
+    spouse of Steve Hillage). Follow-ups that replace nothing are extra searches, not links.
+    Queries planned beside the chain that neither build on nor feed it are not links. A date
+    is not the answer to a question that does not ask when (see ``last_hop``)."""
+    planned = [h for h in hops if h.replaces is None]
+    by_id = {h.id: h for h in planned}
+    ends = [h for h in planned if h.needs and not any(h.id in o.needs for o in planned)]
+    if len(ends) != 1:
+        return None
+    end = ends[0]
+    links = _ancestors(end, by_id) | {end.id}
+    chained = [h for h in planned if h.needs or any(h.id in o.needs for o in planned)]
+    if {h.id for h in chained} != links:
+        return None  # a second chain beside this one: not one chain
+    # a planned query no hop builds on and that builds on none (a fragment of the question
+    # searched alone) is not a link: the chain resolves without it
+    for hop_id in links:
+        standing = _standing(by_id[hop_id], hops)
+        if standing is None or not standing.answer:
+            return None
+    final = _standing(end, hops)
+    assert final is not None and final.answer is not None  # checked in the loop above
+    if parse_date(final.answer) is not None and not asks_when(question):
+        return None
+    return final.answer

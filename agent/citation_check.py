@@ -475,6 +475,12 @@ def _capitalised_tail(text: str) -> str:
     return " ".join(words[start:])
 
 
+def asks_yes_no(question: str) -> bool:
+    """Does the question open like a yes/no question ("Are ...", "Did ...")?"""
+    words = question.split()
+    return bool(words) and fold(words[0]).strip("\"'") in _YES_NO_START
+
+
 def choices(question: str) -> list[str]:
     """The alternatives a comparison question offers, as written: "Which band was formed first,
     Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]. Yes/no questions ("Are X or Y

@@ -13,9 +13,10 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.chains import Hop, last_hop
+from agent.chains import Hop, chain_end, last_hop, same_answer
 from agent.citation_check import (
     SourceText,
+    asks_yes_no,
     check_citations,
     choices,
     ground_short_answer,
@@ -23,7 +24,7 @@ from agent.citation_check import (
 )
 from agent.comparison import resolve
 from agent.evidence import Finding, select_evidence
-from agent.planner_queries import active_queries
+from agent.planner_queries import active_queries, unanswered_queries
 from agent.planner_state import (
     PlannerRun,
     PlannerState,
@@ -65,10 +66,28 @@ def _focus(state: PlannerState) -> str:
     return f"{state['question']} {queries}"
 
 
-def _answer_sources(state: PlannerState, limit: int) -> list[dict[str, Any]]:
+MIN_RESOLVED_SOURCES = 2
+
+
+def resolved(state: PlannerState) -> bool:
+    """Every searched query has a supported finding (its own or a follow-up's)."""
+    summaries = state.get("summaries", {})
+    return bool(summaries) and not unanswered_queries(state) and not state.get("waiting")
+
+
+def _answer_sources(state: PlannerState, limit: int, *, narrow: bool) -> list[dict[str, Any]]:
+    """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
+    passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
+    what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
+    it). Otherwise everything found, ranked as one-call RAG would rank it plus the names the
+    findings revealed."""
     passages = state.get("passages", {})
     ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
-    ids = select_evidence(state["question"], supported_findings(state), ranked, passages, limit)
+    findings = supported_findings(state)
+    if narrow and findings:
+        first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
+        limit = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
+    ids = select_evidence(state["question"], findings, ranked, passages, limit)
     return [passages[pid] for pid in ids]
 
 
@@ -98,7 +117,10 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     run = runtime.context
     cfg = run.planner
     started = time.monotonic()
-    sources = _answer_sources(state, cfg.answer_sources)
+    plan_resolved = cfg.summarize and resolved(state)
+    sources = _answer_sources(
+        state, cfg.answer_sources, narrow=plan_resolved and cfg.narrow_resolved
+    )
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
@@ -141,6 +163,17 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     )
     if bridged_to is not None:
         short, grounded = bridged_to, True
+    # a resolved chain answers with its last hop's finding, whatever the reader wrote
+    chained = (
+        chain_end(_hops(state), state["question"])
+        if cfg.summarize
+        and cfg.chain_answer
+        and not asks_yes_no(state["question"])
+        and not choices(state["question"])
+        else None
+    )
+    if chained is not None and not same_answer(short, chained):
+        short, grounded = chained, True
     # "A or B?" with a date or a number found for each: computed, not read
     comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
     if comparison is not None:
@@ -162,7 +195,13 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         }
         for n in cited
     ]
-    report = {**check.to_json(), "short_answer_grounded": grounded}
+    report = {
+        **check.to_json(),
+        "short_answer_grounded": grounded,
+        "plan_resolved": plan_resolved,
+    }
+    if chained is not None:
+        report["chain_end"] = chained
     if comparison is not None:
         report["comparison"] = comparison.to_json()
     if bridged_to is not None:

@@ -20,6 +20,7 @@ from agent.planner_queries import (
     sends,
     spelled_out,
 )
+from agent.planner_shapes import Shape, plan_examples, question_shape
 from agent.planner_state import (
     PlannerRun,
     PlannerState,
@@ -34,9 +35,10 @@ class QueryPlan(BaseModel):
 
 
 async def _plan(
-    runtime: Runtime[PlannerRun], state: PlannerState, limit: int
+    runtime: Runtime[PlannerRun], state: PlannerState, limit: int, shape: Shape
 ) -> tuple[list[str], list[str]]:
-    """The decomposition call: (queries, errors); a failure falls back to the question."""
+    """The decomposition call: (queries, errors); a failure falls back to the question. The
+    prompt shows worked plans of the question's shape only (``agent.planner_shapes``)."""
     run = runtime.context
     try:
         reply = await ask(
@@ -46,6 +48,7 @@ async def _plan(
                 "decompose",
                 question=state["question"],
                 max_queries=limit,
+                examples=plan_examples(shape),
                 conversation=conversation_text(state.get("history", [])),
             ),
             meter=run.budget_meter,
@@ -78,8 +81,9 @@ async def decompose(
     limit = min(MAX_QUERIES_PER_CALL, run.budgets.max_sub_queries)
     errors: list[str] = []
     raw: list[str] = []
+    shape = question_shape(question)
     if run.planner.decompose:
-        raw, errors = await _plan(runtime, state, limit)
+        raw, errors = await _plan(runtime, state, limit, shape)
     pairs = on_topic(clean_queries(raw, set(), limit), question)
     kept = {q for q, _ in pairs}
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
@@ -96,6 +100,7 @@ async def decompose(
         runtime,
         "decompose",
         {
+            "shape": shape,
             "sub_queries": [sub_report(q) for q in ready],
             "waiting": [sub_report(q) for q in waiting],
             "dropped": dropped,

@@ -45,7 +45,7 @@ from agent.planner_state import (
     SearchTask,
 )
 from agent.planner_trace import emit
-from agent.planner_verify import verify
+from agent.planner_verify import HOP_EXTRA_ROUNDS, verify
 from searchers.searcher import SearchResult, outer_budget
 
 
@@ -105,5 +105,6 @@ def build_planner_graph(searchers: list[str], checkpointer: Any = None):
 
 
 def recursion_limit(max_rounds: int) -> int:
-    """Supersteps per round: search, summarize, verify; plus decompose and answer."""
-    return 3 * max_rounds + 10
+    """Supersteps per round: search, summarize, verify; plus decompose and answer, and the
+    rounds planned hops may run past ``max_rounds`` (``planner_verify.HOP_EXTRA_ROUNDS``)."""
+    return 3 * (max_rounds + HOP_EXTRA_ROUNDS) + 10

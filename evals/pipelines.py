@@ -132,6 +132,13 @@ class PipelineSpec:
     description: str
     needs: tuple[str, ...]  # retrievers of the corpus: "sparse", "dense", "tree"
     run: PipelineRun
+    # shows the reader passages, so retrieval success and gold recall apply; None = it does
+    # when it needs a retriever (the oracle needs none and shows the gold paragraphs)
+    shows_passages: bool | None = None
+
+    @property
+    def scores_context(self) -> bool:
+        return bool(self.needs) if self.shows_passages is None else self.shows_passages
 
     @property
     def needs_embeddings(self) -> bool:
@@ -318,6 +325,36 @@ def _single_searcher(name: str) -> PipelineRun:
     return run
 
 
+async def _oracle(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
+    """The ceiling: the reader of one-call RAG (same prompt, same trim, at most ``k`` passages)
+    given the question's gold paragraphs only, in the order of its gold hops where the dataset
+    names them. No retrieval runs; what separates a pipeline from this row is what it found
+    and what distractors it put beside it."""
+    started = time.monotonic()
+    texts = dict(zip(q.passage_ids(), q.paragraphs, strict=True))
+    order = [hop.passage_id for hop in q.gold_hops] + list(q.supporting_ids)
+    gold = [pid for pid in dict.fromkeys(order) if pid in texts][: ctx.k]
+    hits = [Hit(Passage(id=pid, title=texts[pid][0], text=texts[pid][1]), 1.0) for pid in gold]
+    if not hits:
+        return usage_output(
+            "", StepUsage(), started, error="oracle: the question names no gold paragraph"
+        )
+
+    async def body() -> tuple[str, list[str], str | None]:
+        return await read_passages(ctx, q.question, hits)
+
+    (answer, contexts, error), usage = await with_usage(body)
+    return usage_output(
+        answer,
+        usage,
+        started,
+        contexts=contexts,
+        retrieved_titles=[h.title for h in hits],
+        retrieved_ids=[h.id for h in hits],
+        error=error,
+    )
+
+
 # --------------------------------------------------------------------------- the planner
 
 
@@ -394,6 +431,10 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
             seconds=time.monotonic() - started,
             warnings=list(result.errors),
             planner=planner_record(result),
+            retrieved_ids=list(
+                dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids)
+            ),
+            query_passage_ids=[list(sub.passage_ids) for sub in result.sub_queries],
         )
 
     return run
@@ -416,6 +457,7 @@ def planner_record(result: AskResult) -> dict[str, Any]:
                 "proposed": q.proposed,
                 "needs": q.needs,
                 "replaces": q.replaces,
+                "passage_ids": list(q.passage_ids),
             }
             for q in result.sub_queries
         ],
@@ -439,6 +481,13 @@ PIPELINES: dict[str, PipelineSpec] = {
             "vanilla RAG over BM25 + dense fused by RRF",
             ("sparse", "dense"),
             _vanilla("hybrid"),
+        ),
+        PipelineSpec(
+            "oracle",
+            "the one-call RAG reader given the question's gold paragraphs only (the ceiling)",
+            (),
+            _oracle,
+            shows_passages=True,
         ),
         PipelineSpec(
             "sparse-searcher",

@@ -494,7 +494,7 @@ async def run_eval(
                     except Exception as exc:  # this question failed; the run goes on
                         log.warning("question %s failed: %s", question.id, exc)
                         output = _failed(exc, started, spent)
-                    row = score(question, output, retrieves=bool(spec.needs))
+                    row = score(question, output, retrieves=spec.scores_context)
                     append_row(handle, row)
                     finished[question.id] = row
                     progress.add(row)

@@ -10,6 +10,7 @@ site and checks the keywords against the template.
 from __future__ import annotations
 
 import string
+import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -101,3 +102,51 @@ def load(name: str) -> PromptTemplate:
 
 def render(name: str, **values: object) -> list[BaseMessage]:
     return load(name).render(**values)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One worked example of a bank: a question and the lines a reply would hold."""
+
+    question: str
+    answer: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ExampleGroup:
+    hint: str
+    examples: tuple[Example, ...]
+
+
+@cache
+def example_bank(name: str) -> dict[str, ExampleGroup]:
+    """A bank of worked examples (``<name>.toml``): one table per group with a ``hint`` and
+    ``examples = [[question, [line, ...]], ...]``. Kept beside the templates so every text the
+    model reads lives in this folder; a malformed bank is a ``PromptError`` naming the group."""
+    path = PROMPT_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise PromptError(f"no example bank named {name!r}")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PromptError(f"{name}.toml: {exc}") from exc
+    bank: dict[str, ExampleGroup] = {}
+    for group, table in raw.items():
+        where = f"{name}.toml [{group}]"
+        hint, items = table.get("hint"), table.get("examples")
+        if not isinstance(hint, str) or not isinstance(items, list) or not items:
+            raise PromptError(f"{where}: needs a 'hint' string and a non-empty 'examples' list")
+        examples = []
+        for item in items:
+            ok = (
+                isinstance(item, list)
+                and len(item) == 2
+                and isinstance(item[0], str)
+                and isinstance(item[1], list)
+                and all(isinstance(line, str) for line in item[1])
+            )
+            if not ok:
+                raise PromptError(f"{where}: each example is [question, [line, ...]]")
+            examples.append(Example(item[0], tuple(item[1])))
+        bank[group] = ExampleGroup(hint, tuple(examples))
+    return bank

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.chains import Hop, last_hop
+from agent.chains import Hop, chain_end, last_hop
 
 # "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
 CHAIN = [
@@ -53,3 +53,34 @@ def test_a_date_at_the_end_of_the_chain_answers_only_a_question_about_when() -> 
     assert last_hop("Premier League", hops, "When did the league of Tom Arlen start?") == (
         "17 August 2013"
     )
+
+
+# --- chain_end: a resolved chain's answer -------------------------------------------------
+
+
+def test_a_resolved_chain_ends_at_its_last_hops_finding() -> None:
+    assert chain_end(CHAIN, "Why did the wife of Tom Arlen die?") == "tuberculosis"
+    three = [*CHAIN, Hop("q3", ("q2",), None, "lungs")]
+    assert chain_end(three) == "lungs"
+
+
+def test_a_chain_with_an_open_link_or_a_stray_query_does_not_resolve() -> None:
+    assert chain_end([CHAIN[0], Hop("q2", ("q1",), None, None)]) is None
+    assert chain_end([Hop("q1", (), None, None), CHAIN[1]]) is None
+    stray = [*CHAIN, Hop("q3", (), None, None)]  # a stray planned query: not a link
+    assert chain_end(stray) == "tuberculosis"
+    independent = [Hop("q1", (), None, "1913"), Hop("q2", (), None, "1983")]
+    assert chain_end(independent) is None  # a comparison is not a chain
+    two_ends = [*CHAIN, Hop("q3", ("q1",), None, "1923")]
+    assert chain_end(two_ends) is None
+
+
+def test_a_follow_up_that_answered_a_link_completes_the_chain() -> None:
+    hops = [CHAIN[0], Hop("q2", ("q1",), None, None), Hop("q3", (), "q2", "pleurisy")]
+    assert chain_end(hops) == "pleurisy"
+
+
+def test_a_date_ends_a_chain_only_when_the_question_asks_when() -> None:
+    dated = [CHAIN[0], Hop("q2", ("q1",), None, "12 March 1923")]
+    assert chain_end(dated, "When did the wife of Tom Arlen die?") == "12 March 1923"
+    assert chain_end(dated, "Which league did the wife of Tom Arlen start?") is None

@@ -746,3 +746,80 @@ async def test_a_planned_hop_is_not_held_back_by_the_query_budget(index) -> None
     result = await agent_with(chat, [KeywordSearcher(index)], max_sub_queries=2).ask(QUESTION)
     assert [q.round for q in result.sub_queries] == [1, 2]
     assert result.stopped == "sufficient"
+
+
+async def test_a_resolved_chain_answers_with_its_last_hop_from_its_own_passages(index) -> None:
+    """Both hops found their answers in their passages: the reader reads only those two
+    passages (no distractors), and the chain's last finding is the short answer even when the
+    reader copies the bridge city with other words."""
+    chat = two_hop_chat(
+        answer=reply(short_answer="the capital Paris", answer="The Seine flows through Paris [2].")
+    )
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    assert [s["id"] for s in result.sources] == ["paris", "seine"]
+    assert result.short_answer == "Seine"
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["plan_resolved"] is True and check["chain_end"] == "Seine"
+
+
+async def test_an_open_plan_reads_everything_found(index) -> None:
+    """The second hop found nothing: the plan is not resolved, so the answer reads the wider
+    one-call-RAG-sized context and the reader's answer stands."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["plan_resolved"] is False and "chain_end" not in check
+    assert len(result.sources) > 2
+
+
+async def test_the_decompose_prompt_shows_plans_of_the_questions_shape(index) -> None:
+    chat = two_hop_chat()
+    planned = chat.routes["decompose"]
+    systems: list[str] = []
+
+    def decompose(messages: list[BaseMessage]) -> str:
+        systems.append(str(messages[0].content))
+        return str(planned)
+
+    chat.routes["decompose"] = decompose
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    decompose_event = next(e for e in result.trace if e.kind == "decompose")
+    assert decompose_event.data["shape"] == "composition"
+    [system] = systems
+    assert "a chain:" in system and "place of birth of #1" in system
+    assert "a comparison" not in system  # only the question's own shape is shown
+
+
+async def test_planned_hops_run_past_max_rounds_to_the_end_of_the_chain(index) -> None:
+    """A three-hop plan with max_rounds=1: the hops still go out one round each (follow-up
+    rounds are what max_rounds bounds), and the chain's end answers."""
+    chat = two_hop_chat(answer=reply(short_answer="Paris", answer="Paris [1]."))
+    chat.routes["decompose"] = reply(
+        queries=[
+            "landmark on the Champ de Mars",
+            "city where #1 stands",
+            "river that flows through #2",
+        ]
+    )
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(
+            user_text(messages),
+            **{
+                "Champ de Mars": ("Eiffel Tower", "Paris"),
+                "Eiffel Tower stands": ("Paris", "Paris"),
+                "through Paris": ("Seine", "Seine"),
+            },
+        )
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
+        "Which river flows through the city of the landmark on the Champ de Mars?"
+    )
+    assert [q.round for q in result.sub_queries] == [1, 2, 3]
+    assert result.short_answer == "Seine"
