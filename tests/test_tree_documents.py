@@ -119,6 +119,7 @@ def test_the_shared_longdoc_files() -> None:
     [
         ("hotpotqa/dev_hard_300_a.jsonl", "hotpotqa"),
         ("2wikimultihopqa/dev_first100_flashrag.jsonl", "flashrag"),
+        ("musique/musique_ans_dev_174.jsonl", "musique"),
     ],
 )
 def test_a_question_file_gives_the_open_index_paragraphs(relative: str, fmt: str) -> None:

@@ -29,7 +29,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from searchers.corpus import CorpusError, detect_format, read_qa_paragraphs
+from searchers.corpus import QA_FORMATS, CorpusError, detect_format, read_qa_paragraphs
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 DATA_SUFFIXES = (".json", ".jsonl")
@@ -167,13 +167,13 @@ def _jsonl_documents(path: Path) -> Iterable[SourceDocument]:
 
 
 def _question_file_format(path: Path) -> str | None:
-    """``hotpotqa`` or ``flashrag`` when the first row is a question with its context paragraphs
+    """``hotpotqa``, ``flashrag`` or ``musique`` when the first row is a question with its paragraphs
     (the index's own format detection, so the tree and the index agree on what a file is)."""
     try:
         fmt = detect_format(path)
     except (OSError, ValueError):  # CorpusError too: the row-by-row reader names the bad line
         return None
-    return fmt if fmt in ("hotpotqa", "flashrag") else None
+    return fmt if fmt in QA_FORMATS else None
 
 
 def _question_file_documents(path: Path, fmt: str) -> Iterable[SourceDocument]:
