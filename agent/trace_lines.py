@@ -32,7 +32,8 @@ def progress_line(event: TraceEvent) -> str | None:
         planned = [*(d.get("sub_queries") or []), *waiting]
         noun = "query" if len(planned) == 1 else "queries"
         later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
-        return f"planned {len(planned)} atomic {noun}{later}: {_queries(planned)}"
+        shape = f" [{str(d['shape']).replace('_', ' ')}]" if d.get("shape") else ""
+        return f"planned {len(planned)} atomic {noun}{later}{shape}: {_queries(planned)}"
     if event.kind == "search":
         who = d.get("searcher") or "a searcher"
         query = _clip(d.get("query", ""), 100)
@@ -77,6 +78,10 @@ def progress_line(event: TraceEvent) -> str | None:
             line += f", re-cited {check['recited']}"
         if check.get("dropped"):
             line += f", dropped {check['dropped']} ungrounded"
+        if check.get("chain_end"):
+            line += f"; the chain ends at {_clip(str(check['chain_end']), 60)!r}"
+        elif check.get("plan_resolved"):
+            line += "; every query resolved"
         return line
     if event.kind == "error":
         where = f" in {d['where']}" if d.get("where") else ""

@@ -693,6 +693,11 @@ def test_the_progress_line_counts_the_queries_that_wait() -> None:
         "planned 2 atomic queries (1 wait for an earlier answer): "
         "city of the Eiffel Tower; river of #1"
     )
+    event.data["shape"] = "bridge_comparison"
+    assert progress_line(event).startswith("planned 2 atomic queries (1 wait for an earlier "
+                                           "answer) [bridge comparison]: city")  # fmt: skip
+    answered = TraceEvent("answer", {"check": {"sentences": 1, "kept": 1, "chain_end": "Seine"}})
+    assert progress_line(answered).endswith("; the chain ends at 'Seine'")
 
 
 async def test_a_comparison_the_findings_decide_is_computed_not_read(tmp_path: Path) -> None:
