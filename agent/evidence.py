@@ -58,10 +58,19 @@ def anchors(query: str) -> list[frozenset[str]]:
     return found
 
 
+def _named(name: frozenset[str], words: set[str]) -> bool:
+    """All of a name's words occur, or all but one of a name of three or more: the planner
+    writes titles into names ("Representative Thomas Tucker") that the passage spells
+    otherwise ("Thomas Tudor Tucker ... a U.S. congressman"); measured on MuSiQue, such a
+    finding was thrown away and the chain broke at its first hop."""
+    present = len(name & words)
+    return present == len(name) or (len(name) >= 3 and present >= len(name) - 1)
+
+
 def names_one(names: Sequence[frozenset[str]], passage: Mapping[str, Any]) -> bool:
-    """Does the passage name one of ``names`` (all of that name's words)?"""
+    """Does the passage name one of ``names``?"""
     words = _words(passage)
-    return any(name <= words for name in names)
+    return any(_named(name, words) for name in names)
 
 
 def restates(answer: str, query: str) -> bool:

@@ -139,3 +139,12 @@ def test_an_alternative_the_query_offers_is_an_answer_not_a_restatement() -> Non
 def test_a_retold_passage_is_not_a_finding() -> None:
     retold = "Tinted Windows is an American rock supergroup. They played their first show at Cain's"
     assert support(retold, [BAND], [BAND], "first show of Tinted Windows") == []
+
+
+def test_a_long_name_with_one_word_spelled_otherwise_still_names_the_passage() -> None:
+    from agent.evidence import anchors, names_one
+
+    passage = {"id": "t", "title": "Thomas Tudor Tucker", "text": "Tucker was born in Bermuda."}
+    assert names_one(anchors("where Representative Thomas Tucker was from"), passage)
+    # a two-word name needs both words
+    assert not names_one(anchors("birthplace of Thomas Arlen"), passage)

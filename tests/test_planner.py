@@ -828,3 +828,14 @@ async def test_planned_hops_run_past_max_rounds_to_the_end_of_the_chain(index) -
     )
     assert [q.round for q in result.sub_queries] == [1, 2, 3]
     assert result.short_answer == "Seine"
+
+
+def test_a_bare_noun_is_no_query() -> None:
+    from agent.planner_queries import clean_queries, generic, on_topic
+
+    assert generic("city") and generic("the capitol")
+    assert not generic("Paris") and not generic("capital of France") and not generic("1937")
+    question = "In which county is the city sharing a border with the capital of Arlen?"
+    planned = ["city", "capital of Arlen", "county of #2"]
+    kept = on_topic(clean_queries(planned, set(), 6), question)
+    assert [q for q, _ in kept] == ["capital of Arlen", "county of #1"]

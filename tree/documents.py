@@ -167,8 +167,9 @@ def _jsonl_documents(path: Path) -> Iterable[SourceDocument]:
 
 
 def _question_file_format(path: Path) -> str | None:
-    """``hotpotqa``, ``flashrag`` or ``musique`` when the first row is a question with its paragraphs
-    (the index's own format detection, so the tree and the index agree on what a file is)."""
+    """``hotpotqa``, ``flashrag`` or ``musique`` when the first row is a question with its
+    paragraphs (the index's own format detection, so the tree and the index agree on what a
+    file is)."""
     try:
         fmt = detect_format(path)
     except (OSError, ValueError):  # CorpusError too: the row-by-row reader names the bad line
