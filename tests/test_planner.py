@@ -839,3 +839,15 @@ def test_a_bare_noun_is_no_query() -> None:
     planned = ["city", "capital of Arlen", "county of #2"]
     kept = on_topic(clean_queries(planned, set(), 6), question)
     assert [q for q, _ in kept] == ["capital of Arlen", "county of #1"]
+
+
+def test_a_hop_whose_relation_the_question_never_asks_is_dropped() -> None:
+    from agent.planner_queries import clean_queries, on_topic, relation_in_question
+
+    question = "In which country is the province where Serbian is official?"
+    planned = ["province where Serbian is official", "country of #1", "capital of #2"]
+    kept = on_topic(clean_queries(planned, set(), 6), question)
+    assert [q for q, _ in kept] == ["province where Serbian is official", "country of #1"]
+    assert relation_in_question("place of birth of #1", "Where was the wife of Tom Arlen born?")
+    assert relation_in_question("date of death of #1", "When did the father of Ann Lee die?")
+    assert relation_in_question("spouse of #1", "Who married the narrator of Harbour Lights?")
