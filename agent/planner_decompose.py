@@ -111,6 +111,7 @@ async def decompose(
     )
     update: dict[str, Any] = {
         "round": 1,
+        "shape": shape,
         "sub_queries": {q["id"]: q for q in ready + waiting},
         "pending": [q["id"] for q in ready],
         "waiting": [q["id"] for q in waiting],

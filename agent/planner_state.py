@@ -72,6 +72,7 @@ class PlannerState(TypedDict, total=False):
     thread_id: str | None
     history: list[dict[str, str]]  # earlier turns of this thread: question, short_answer
     round: int
+    shape: str  # the question's shape (``agent.planner_shapes``), read before planning
     sub_queries: Annotated[dict[str, SubQuery], merge_keyed]
     pending: list[str]  # sub-query ids searched in the current round
     waiting: list[str]  # planned sub-query ids not yet searched: they need an earlier answer
@@ -104,6 +105,7 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "question": question,
         "thread_id": thread_id,
         "round": 0,
+        "shape": "",
         "sub_queries": None,  # type: ignore[typeddict-item]
         "pending": [],
         "waiting": [],

@@ -851,3 +851,12 @@ def test_a_hop_whose_relation_the_question_never_asks_is_dropped() -> None:
     assert relation_in_question("place of birth of #1", "Where was the wife of Tom Arlen born?")
     assert relation_in_question("date of death of #1", "When did the father of Ann Lee die?")
     assert relation_in_question("spouse of #1", "Who married the narrator of Harbour Lights?")
+
+
+async def test_a_chain_question_planned_as_one_query_keeps_the_wide_context(index) -> None:
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+    chat.routes["decompose"] = reply(queries=["city where the Eiffel Tower stands"])
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["plan_resolved"] is True  # its one query was answered ...
+    assert len(result.sources) > 2  # ... but one query does not cover a chain question
