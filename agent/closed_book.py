@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.question import clean_question
-from agent.usage import STEP_KEY
+from agent.runtime.usage import STEP_KEY
 
 
 class ShortAnswer(BaseModel):

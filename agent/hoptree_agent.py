@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from agent.planner_answer import AgentRunError
-from agent.planner_graph import build_planner_graph, recursion_limit
-from agent.planner_state import PlannerRun, PlannerState, fresh_question
+from agent.planner.answer import AgentRunError
+from agent.planner.graph import build_planner_graph, recursion_limit
+from agent.planner.state import PlannerRun, PlannerState, fresh_question
 from agent.question import clean_question
 from agent.results import (
     AskResult,
@@ -31,14 +31,14 @@ from agent.results import (
     degradation,
     degraded_note,
 )
+from agent.runtime.usage import UsageTracker
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
-from agent.usage import UsageTracker
 from searchers.registry import SearcherContext
 from searchers.searcher import Searcher
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from agent.runtime.runtime import Runtime
 
 _DONE = object()
 
@@ -283,9 +283,9 @@ async def open_agent(
     """The composition root for the planner: models, searchers over ``index_dir``, and (with
     ``threads``) the SQLite checkpointer; everything is closed on exit. A caller that builds
     more over the same models (``hoptree mcp``: stand-alone searchers, raw retrievers) passes
-    its own ``agent.runtime.Runtime`` and closes it itself: one chat model, one embedded
+    its own ``agent.runtime.runtime.Runtime`` and closes it itself: one chat model, one embedded
     server."""
-    from agent.runtime import Runtime
+    from agent.runtime.runtime import Runtime
     from agent.searching import searcher_context
     from searchers.registry import default_registry
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from agent.embeddings import BUNDLED_MODELS
 from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
+from agent.runtime.embeddings import BUNDLED_MODELS
 from agent.settings import Settings
 from searchers.corpus import expand_sources
 from searchers.dense_faiss import PassageText
@@ -52,7 +52,7 @@ def canonical_model_name(name: str) -> str:
 def _embeddings(settings: Settings) -> Embeddings:
     # Built here, not through Runtime, so indexing never imports the chat stack; the model
     # itself loads on the first embedding call, so a no-op rebuild never pays for it.
-    from agent.embeddings import make_embeddings
+    from agent.runtime.embeddings import make_embeddings
 
     return make_embeddings(settings.embeddings, settings.models_dir)
 

@@ -23,7 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from agent.gguf_assembly import ProgressFn
+from agent.runtime.gguf_assembly import ProgressFn
 
 stderr = Console(stderr=True)
 

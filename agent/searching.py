@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.es_wiring import es_enabled, es_retrievers
 from agent.indexing import canonical_model_name
-from agent.runtime import Runtime
+from agent.runtime.runtime import Runtime
 from agent.settings import Settings
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry

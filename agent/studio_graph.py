@@ -34,12 +34,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from agent.planner_graph import build_planner_graph, recursion_limit
-from agent.planner_state import PlannerRun, fresh_question
+from agent.planner.graph import build_planner_graph, recursion_limit
+from agent.planner.state import PlannerRun, fresh_question
 from agent.question import clean_question
 from agent.results import degradation, degraded_note
+from agent.runtime.usage import UsageTracker
 from agent.settings import Settings, comma_separated, load_settings
-from agent.usage import UsageTracker
 from searchers.searcher import Searcher
 
 GRAPH_NAME = "hoptree"
@@ -108,7 +108,7 @@ def studio_options(config: RunnableConfig | None, context: Any = None) -> Studio
 class OpenedPlanner:
     """Models and searchers over one index, kept for the runs that ask for the same."""
 
-    runtime: Any  # agent.runtime.Runtime
+    runtime: Any  # agent.runtime.runtime.Runtime
     searchers: dict[str, Searcher]
 
 
@@ -123,7 +123,7 @@ class _OpenPlanners:
 
     def get(self, options: StudioOptions) -> OpenedPlanner:
         from agent.hoptree_agent import planner_search_context
-        from agent.runtime import Runtime
+        from agent.runtime.runtime import Runtime
         from agent.searching import searcher_context
         from searchers.registry import default_registry
 

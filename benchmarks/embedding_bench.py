@@ -71,7 +71,7 @@ PROGRESS: Callable[[str, int, int], None] = _no_progress  # main() sets it for t
 
 
 def make(backend: str, batch_size: int | None = None, threads: int | None = None) -> Any:
-    from agent.embeddings import make_embeddings
+    from agent.runtime.embeddings import make_embeddings
     from agent.settings import EmbeddingSettings, load_settings
 
     settings = load_settings()
@@ -222,9 +222,9 @@ def section_precision(log: Callable[[str], None], workdir: Path) -> dict:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from agent.embeddings import resolve_model_path
-    from agent.onnx_embeddings import OnnxEmbeddings
-    from agent.onnx_export import ensure_export
+    from agent.runtime.embeddings import resolve_model_path
+    from agent.runtime.onnx_embeddings import OnnxEmbeddings
+    from agent.runtime.onnx_export import ensure_export
     from searchers.index_build import SourceSpec, build_index
     from searchers.index_dir import IndexDir
 

@@ -3,7 +3,7 @@ endpoint going down mid-run.
 
 Setup, all on loopback:
 
-- a small real index: the bundled 300 HotpotQA paragraphs (``agent/demo/hotpotqa_demo.jsonl``)
+- a small real index: the bundled 300 HotpotQA paragraphs (``agent/cli/demo/hotpotqa_demo.jsonl``)
   built with ``agent.indexing.build`` into a temporary directory. Only its tantivy (sparse) side
   is used; the dense side is built with placeholder vectors so no embedding model is loaded.
 - a stub chat endpoint (``benchmarks/stub_chat_server.py``, its own process): OpenAI-compatible
@@ -70,7 +70,7 @@ from agent.progress import StageFn, stage_progress  # noqa: E402
 from agent.settings import SERVED_RUN_SLOTS  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-CORPUS = ROOT / "agent" / "demo" / "hotpotqa_demo.jsonl"
+CORPUS = ROOT / "agent" / "cli" / "demo" / "hotpotqa_demo.jsonl"
 STUB = ROOT / "benchmarks" / "stub_chat_server.py"
 QUESTION = (
     'The band who released the debut album "Tinted Windows" had their first performance in '
@@ -98,10 +98,10 @@ def serve_child(chat_url: str, index_dir: Path, max_concurrency: int) -> None:
     serve it on a free loopback port, print the URL, run until SIGINT/SIGTERM."""
     from pydantic import SecretStr
 
-    from agent.chat_models import HoptreeChatOpenAI
     from agent.hoptree_agent import HoptreeAgent
-    from agent.http_api import create_app
-    from agent.http_server import make_server
+    from agent.runtime.chat_models import HoptreeChatOpenAI
+    from agent.serve.api import create_app
+    from agent.serve.http_server import make_server
     from agent.settings import BudgetSettings, PlannerSettings, ServerSettings
     from searchers.index_dir import IndexDir
     from searchers.lucene import render_tantivy

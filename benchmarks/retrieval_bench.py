@@ -133,7 +133,7 @@ def _corpus_key() -> str:
 def cached_vectors(cache_dir: Path, n: int, log: Callable[[str], None]) -> tuple[np.ndarray, float]:
     """Vectors of the first ``n`` synthetic passages and the seconds it took to embed them
     (measured when each shard was computed)."""
-    from agent.embeddings import SentenceTransformerEmbeddings
+    from agent.runtime.embeddings import SentenceTransformerEmbeddings
     from searchers.dense_faiss import passage_embedding_text
 
     folder = cache_dir / f"synthetic-{_corpus_key()}"
@@ -231,7 +231,7 @@ def _run_sparse(n: int, n_queries: int, workdir: str) -> dict[str, Any]:
 
 
 def _run_dense(n: int, n_queries: int, workdir: str, kind: str, cache_dir: str) -> dict[str, Any]:
-    from agent.embeddings import SentenceTransformerEmbeddings
+    from agent.runtime.embeddings import SentenceTransformerEmbeddings
     from searchers.dense_faiss import DenseConfig, FaissDenseIndex
 
     passages = synthetic_passages(n)
@@ -289,7 +289,7 @@ def _run_query_embedding(n_queries: int) -> dict[str, Any]:
     on a busy 2-core machine torch's thread pool can be far slower than a single thread."""
     import torch
 
-    from agent.embeddings import SentenceTransformerEmbeddings
+    from agent.runtime.embeddings import SentenceTransformerEmbeddings
 
     embeddings = SentenceTransformerEmbeddings(MODEL)
     queries = synthetic_queries(synthetic_passages(SHARD), n_queries)
@@ -335,8 +335,8 @@ def gold_titles(row: dict[str, Any]) -> set[str]:
 
 
 def run_recall(label: str, rel: str, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    from agent.embeddings import SentenceTransformerEmbeddings
     from agent.indexing import build_progress
+    from agent.runtime.embeddings import SentenceTransformerEmbeddings
     from searchers.index_build import SourceSpec, build_index
     from searchers.index_dir import IndexDir
 

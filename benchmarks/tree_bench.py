@@ -1,11 +1,11 @@
 """RAPTOR tree benchmark: GMM vs Leiden on the shared long documents, with the real local model.
 
-For each (document, clustering): build the tree through ``agent.runtime.Runtime`` (the SQLite LLM
-cache on, the build journal on disk, so a killed run resumes), then record its shape (layers,
-summary nodes, children per parent, compression) and cost (LLM calls, prompt/completion tokens,
-seconds). On the QuALITY article it also answers the multiple-choice questions with the local
-model from collapsed-tree context (each tree) and from plain leaf retrieval with the same token
-budget, and counts how many collapsed-tree hits come from summary layers.
+For each (document, clustering): build the tree through ``agent.runtime.runtime.Runtime`` (the
+SQLite LLM cache on, the build journal on disk, so a killed run resumes), then record its shape
+(layers, summary nodes, children per parent, compression) and cost (LLM calls, prompt/completion
+tokens, seconds). On the QuALITY article it also answers the multiple-choice questions with the
+local model from collapsed-tree context (each tree) and from plain leaf retrieval with the same
+token budget, and counts how many collapsed-tree hits come from summary layers.
 
 Results merge into ``benchmarks/results/tree.json`` (one entry per run, so documents can be
 benchmarked in separate invocations) and ``tree.md`` is regenerated from it. Long runs belong in
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 import prompts  # noqa: E402
 from agent.progress import StageFn, stage_progress  # noqa: E402
-from agent.runtime import Runtime  # noqa: E402
+from agent.runtime.runtime import Runtime  # noqa: E402
+from agent.runtime.usage import STEP_KEY  # noqa: E402
 from agent.settings import load_settings  # noqa: E402
-from agent.usage import STEP_KEY  # noqa: E402
 from tree.build import BuildEvent, TreeBuilder, TreeConfig  # noqa: E402
 from tree.documents import SourceDocument, read_documents  # noqa: E402
 from tree.journal import BuildJournal  # noqa: E402

@@ -1,7 +1,7 @@
 """``hoptree eval run|compare|suite|pipelines``: the evaluation suites on the command line.
 
 A typer sub-app mounted by ``agent`` through the entry-point group ``hoptree.commands``
-(``agent.cli_plugins``), because ``agent`` must not import ``evals``. Commands validate their
+(``agent.cli.plugins``), because ``agent`` must not import ``evals``. Commands validate their
 input (pipeline name, dataset file and layout, output directory) before any model starts, so a
 typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
 tables go to stdout, progress bars to stderr.
@@ -30,7 +30,7 @@ from evals.pipelines import (
     PipelineError,
     get_pipeline,
 )
-from evals.quality_pipelines import QUALITY_PIPELINES, get_quality_pipeline
+from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import (
     REPORT_FILE,
     ReportError,
@@ -84,7 +84,7 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _settings() -> Any:
-    from agent.cli_context import settings_or_exit
+    from agent.cli.context import settings_or_exit
 
     return settings_or_exit()
 
@@ -186,10 +186,10 @@ def run_command(
 ) -> None:
     """Run a pipeline over a question file; rerun the same command to resume. A QuALITY file
     (multiple choice over long articles) indexes each article and builds its trees as needed."""
-    from agent.embeddings import EmbeddingModelError
     from agent.indexing import build_progress
     from agent.progress import byte_progress
-    from agent.runtime import Runtime
+    from agent.runtime.embeddings import EmbeddingModelError
+    from agent.runtime.runtime import Runtime
     from searchers.corpus import CorpusError
     from searchers.registry import SearcherRegistryError
     from searchers.retrieval import RetrievalError
@@ -210,8 +210,8 @@ def run_command(
         config.check()
         quality = resolve_format(dataset, fmt) == "quality"
         if quality:
-            from evals.quality_data import load_articles
-            from evals.quality_runner import check_config as check_quality_config
+            from evals.quality.data import load_articles
+            from evals.quality.runner import check_config as check_quality_config
 
             get_quality_pipeline(pipeline)
             check_quality_config(config)
@@ -247,7 +247,7 @@ def run_command(
             context_tokens=context_tokens,
         )
         if quality:
-            from evals.quality_runner import run_quality
+            from evals.quality.runner import run_quality
 
             metrics = asyncio.run(run_quality(config, context))
         else:
@@ -509,7 +509,7 @@ def pipelines_command() -> None:
     for q in QUALITY_PIPELINES.values():
         quality.add_row(q.name, ", ".join(q.needs), q.description)
     out.print(quality)
-    from evals.quality_corpora import CLUSTERER_KEYS, TREE_KEYS
+    from evals.quality.corpora import CLUSTERER_KEYS, TREE_KEYS
 
     out.print(
         "--tree-option KEY=VALUE (tree pipelines): "
@@ -532,7 +532,7 @@ def quality_report_command(
 ) -> None:
     """Accuracy and HARD accuracy per pipeline on the same questions, the summary share of the
     context, tree stats per clustering method, the tree's gains beside the papers'."""
-    from evals.quality_report import write_comparison
+    from evals.quality.report import write_comparison
 
     try:
         text = write_comparison(runs, markdown=markdown, plot=plot, common=common)

@@ -37,8 +37,8 @@ from searchers.chunking import normalize_space
 from searchers.corpus import CorpusError, musique_paragraphs, paragraph_id, paragraph_text_id
 from searchers.jsonl import json_objects
 
-# ``quality`` (multiple choice over long articles) is read by ``evals.quality_data`` and run by
-# ``evals.quality_runner``; it is detected here so every command names the format alike.
+# ``quality`` (multiple choice over long articles) is read by ``evals.quality.data`` and run by
+# ``evals.quality.runner``; it is detected here so every command names the format alike.
 DatasetFormat = Literal["auto", "hotpotqa", "flashrag", "musique", "quality"]
 FORMATS: tuple[str, ...] = get_args(DatasetFormat)
 MAX_LINES = 10_000_000  # a bound on the read loop; far beyond any evaluation file
@@ -342,7 +342,7 @@ def parse_question(record: dict[str, Any], layout: str, where: str, lineno: int)
     if layout == "quality":
         raise DatasetError(
             f"{where}: a QuALITY file holds multiple-choice questions over articles; it runs "
-            "through evals.quality_runner (hoptree eval run does that by itself)"
+            "through evals.quality.runner (hoptree eval run does that by itself)"
         )
     question = record.get("question")
     if not isinstance(question, str) or not question.strip():

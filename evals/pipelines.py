@@ -34,9 +34,9 @@ import prompts
 from agent.closed_book import answer_closed_book
 from agent.hoptree_agent import HoptreeAgent, planner_search_context
 from agent.results import AskResult
+from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
 from agent.settings import PlannerSettings, Settings
-from agent.usage import StepUsage, UsageTracker
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever

@@ -1,9 +1,9 @@
 """What the answer step's no-call rules would make of a run's recorded findings: the run is not
 repeated, only its last, deterministic step.
 
-After the answer call the planner moves a bridge entity along its chain (``agent.chains``) and
-computes "A or B?" comparisons from the findings (``agent.comparison``). Changing those rules
-changes no model call, so their effect on a run can be read from its rows: each planner row
+After the answer call the planner moves a bridge entity along its chain (``agent.checks.chains``)
+and computes "A or B?" comparisons from the findings (``agent.checks.comparison``). Changing those
+rules changes no model call, so their effect on a run can be read from its rows: each planner row
 keeps its atomic queries, their supported findings and what they needed, and the prediction
 the rules were applied to. On this machine a 50-question planner run takes 40 minutes; a replay
 takes a second, which is what makes trying such a rule cheap. A replay is an estimate of a new
@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.chains import Hop, last_hop
-from agent.citation_check import choices
-from agent.comparison import resolve
+from agent.checks.chains import Hop, last_hop
+from agent.checks.citations import choices
+from agent.checks.comparison import resolve
 from evals.losses import read_rows
 from evals.metrics import best_exact_match, best_f1
 

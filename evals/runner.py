@@ -42,7 +42,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from agent.usage import StepUsage
+from agent.runtime.usage import StepUsage
 from evals.aggregate import aggregate
 from evals.corpora import (
     Corpus,

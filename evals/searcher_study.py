@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.indexing import build, canonical_model_name
-from agent.runtime import Runtime
+from agent.runtime.runtime import Runtime
 from agent.searching import search_budget
 from agent.settings import load_settings
 from searchers.dense_searcher import DenseSearcher, DenseSearcherConfig

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.indexing import build, open_retriever
-from agent.runtime import Runtime
+from agent.runtime.runtime import Runtime
 from agent.settings import load_settings
 from searchers.searcher import BudgetMeter, SearchBudget
 from searchers.verification import VerificationRule, coverage, normalize_answer, verify_hits

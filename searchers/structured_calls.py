@@ -20,7 +20,7 @@ from searchers.searcher import BudgetMeter
 from searchers.truncated_json import salvage
 
 T = TypeVar("T", bound=BaseModel)
-STEP_KEY = "hoptree_step"  # the metadata key agent.usage counts tokens by
+STEP_KEY = "hoptree_step"  # the metadata key agent.runtime.usage counts tokens by
 
 
 @dataclass

@@ -34,7 +34,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 @pytest.fixture(scope="session")
 def embeddings():
     """The default backend, as users get it (the torch path has its own tests)."""
-    from agent.embeddings import make_embeddings
+    from agent.runtime.embeddings import make_embeddings
     from agent.settings import EmbeddingSettings
 
     return make_embeddings(EmbeddingSettings(), Path(ONNX_EXPORT_DIR).parent)
@@ -46,7 +46,7 @@ def local_chat() -> Iterator:
 
     The joined GGUF lives in the user's normal data dir so it is assembled once per machine.
     """
-    from agent.chat_models import build_chat_model
+    from agent.runtime.chat_models import build_chat_model
 
     settings = load_settings()
     with build_chat_model(settings, cache=False) as handle:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent.http_api import create_app
-from agent.http_server import make_server
+from agent.serve.api import create_app
+from agent.serve.http_server import make_server
 from agent.service import AgentLike
 from agent.settings import ServerSettings
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.chains import Hop, chain_end, last_hop
+from agent.checks.chains import Hop, chain_end, last_hop
 
 # "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
 CHAIN = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.citation_check import (
+from agent.checks.citations import (
     SourceText,
     check_citations,
     choices,

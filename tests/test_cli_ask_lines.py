@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.cli_ask import run_question
+from agent.cli.ask import run_question
 from tests.test_planner import QUESTION, KeywordSearcher, agent_with, index, two_hop_chat  # noqa: F401
 
 

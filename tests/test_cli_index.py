@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import agent.indexing
-from agent.cli import app
+from agent.cli.main import app
 from agent.settings import Settings
 from tests.child_env import child_environment
 

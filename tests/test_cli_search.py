@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agent.cli_search import render_trace
+from agent.cli.search import render_trace
 from searchers.passages import Hit, Passage
 from searchers.searcher import Attempt, SearchResult, Verdict
 from tests.cli_process import run_hoptree

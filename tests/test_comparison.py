@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.comparison import direction, parse_date, resolve
+from agent.checks.comparison import direction, parse_date, resolve
 
 BORN = [
     ("birth date of Morgan Llywelyn", "December 3, 1937"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.embeddings import EmbeddingModelError, SentenceTransformerEmbeddings
+from agent.runtime.embeddings import EmbeddingModelError, SentenceTransformerEmbeddings
 
 
 def test_shape_and_unit_norm(embeddings: SentenceTransformerEmbeddings) -> None:

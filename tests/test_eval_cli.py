@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-import agent.cli_plugins as cli_plugins
+import agent.cli.plugins as cli_plugins
 from agent.settings import Settings
 from evals.cli import eval_app
 from evals.pipelines import EvalContext
@@ -154,12 +154,12 @@ def test_compare_refuses_a_directory_without_metrics(tmp_path: Path) -> None:
 def test_run_refuses_bad_input_before_any_model_starts(
     args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent.runtime
+    import agent.runtime.runtime
 
     def no_model(*_: Any, **__: Any) -> None:
         raise AssertionError("a model was started for bad input")
 
-    monkeypatch.setattr(agent.runtime.Runtime, "__init__", no_model)
+    monkeypatch.setattr(agent.runtime.runtime.Runtime, "__init__", no_model)
     result = runner.invoke(eval_app, ["run", *args, "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert message in result.output
@@ -196,7 +196,7 @@ def test_broken_and_clashing_plugins_are_skipped(
     def doctor() -> None:
         """a built-in command"""
 
-    with caplog.at_level(logging.WARNING, logger="agent.cli_plugins"):
+    with caplog.at_level(logging.WARNING, logger="agent.cli.plugins"):
         assert cli_plugins.mount_command_plugins(app) == ["eval"]
     log = caplog.text
     assert "skipping command plugin broken" in log

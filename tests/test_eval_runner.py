@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from agent.llm_cache import SQLiteLLMCache
+from agent.runtime.llm_cache import SQLiteLLMCache
 from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions

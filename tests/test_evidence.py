@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.evidence import Finding, relevance, select_evidence, support
+from agent.checks.evidence import Finding, relevance, select_evidence, support
 from searchers.verification import contains_span
 
 BAND = {
@@ -142,7 +142,7 @@ def test_a_retold_passage_is_not_a_finding() -> None:
 
 
 def test_a_long_name_with_one_word_spelled_otherwise_still_names_the_passage() -> None:
-    from agent.evidence import anchors, names_one
+    from agent.checks.evidence import anchors, names_one
 
     passage = {"id": "t", "title": "Thomas Tudor Tucker", "text": "Tucker was born in Bermuda."}
     assert names_one(anchors("where Representative Thomas Tucker was from"), passage)

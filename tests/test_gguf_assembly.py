@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.gguf_assembly import LocalModelSpec, ModelAssemblyError, assemble, locate_parts
+from agent.runtime.gguf_assembly import LocalModelSpec, ModelAssemblyError, assemble, locate_parts
 
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 2048, b"c" * 7]
 
@@ -112,7 +112,7 @@ def test_interrupted_join_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_the_real_parts_are_installed_with_the_expected_size() -> None:
-    from agent.gguf_assembly import LOCAL_MODELS
+    from agent.runtime.gguf_assembly import LOCAL_MODELS
 
     spec = LOCAL_MODELS["qwen2.5-coder-1.5b"]
     parts = locate_parts(spec)

@@ -20,11 +20,11 @@ import openai
 import pytest
 from pydantic import SecretStr
 
-from agent.http_api import serve
-from agent.http_errors import openai_validation_error
-from agent.http_openai import text_pieces
-from agent.http_server import ServeRefused, check_bind_allowed, is_loopback_host
 from agent.results import TraceEvent
+from agent.serve.api import serve
+from agent.serve.errors import openai_validation_error
+from agent.serve.http_server import ServeRefused, check_bind_allowed, is_loopback_host
+from agent.serve.openai_api import text_pieces
 from agent.settings import ServerSettings
 from agent.trace_lines import progress_line
 from tests.child_env import child_environment
@@ -767,7 +767,7 @@ SERVE_SCRIPT = """
 import sys
 from contextlib import asynccontextmanager
 import typer
-from agent.cli_serve import add_serve_command
+from agent.cli.serve import add_serve_command
 from agent.settings import load_settings
 from tests.fake_agent import ScriptedAgent
 

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
-from agent.chat_models import HoptreeChatOpenAI
-from agent.llm_cache import CACHE_HIT_FLAG, SQLiteLLMCache
-from agent.usage import STEP_KEY, UsageTracker
+from agent.runtime.chat_models import HoptreeChatOpenAI
+from agent.runtime.llm_cache import CACHE_HIT_FLAG, SQLiteLLMCache
+from agent.runtime.usage import STEP_KEY, UsageTracker
 from tests.scripted_chat import ScriptedChatModel
 
 
@@ -131,7 +131,7 @@ def test_openai_cache_key_ignores_port_but_not_schema_or_model() -> None:
 
 def test_a_fresh_empty_cache_is_still_used(tmp_path: Path) -> None:
     """An empty cache has len 0; the runtime must not mistake it for "no cache"."""
-    from agent.runtime import Runtime
+    from agent.runtime.runtime import Runtime
     from agent.settings import load_settings
 
     settings = load_settings(

@@ -22,11 +22,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 
-from agent.cli_mcp import MCP_PATH, mcp_http_app
+from agent.cli.mcp import MCP_PATH, mcp_http_app
 from agent.hoptree_agent import HoptreeAgent
 from agent.indexing import build, open_retriever
-from agent.mcp_backend import McpBackend
-from agent.mcp_server import MAX_SEARCH_K, build_mcp_server
+from agent.serve.mcp_backend import McpBackend
+from agent.serve.mcp_server import MAX_SEARCH_K, build_mcp_server
 from agent.settings import BudgetSettings, PlannerSettings, ServerSettings, Settings, load_settings
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, SearcherSpec

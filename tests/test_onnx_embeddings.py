@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent import onnx_export
-from agent.embeddings import (
+from agent.runtime import onnx_export
+from agent.runtime.embeddings import (
     EmbeddingModelError,
     SentenceTransformerEmbeddings,
     make_embeddings,
     resolve_model_path,
 )
-from agent.onnx_embeddings import OnnxEmbeddings
-from agent.onnx_export import EXPORT_RECORD, ModelLayout, OnnxExportError, ensure_export
+from agent.runtime.onnx_embeddings import OnnxEmbeddings
+from agent.runtime.onnx_export import EXPORT_RECORD, ModelLayout, OnnxExportError, ensure_export
 from agent.settings import EmbeddingSettings, load_settings
 from searchers.index_build import SourceSpec, build_index
 from searchers.index_dir import MANIFEST, IndexDir

@@ -605,8 +605,8 @@ def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
 
 
 def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() -> None:
-    from agent.planner_queries import on_topic
-    from agent.planner_state import query_key
+    from agent.planner.queries import on_topic
+    from agent.planner.state import query_key
 
     def plan(*queries: str) -> list[tuple[str, str]]:
         return [(q, query_key(q)) for q in queries]
@@ -625,8 +625,8 @@ def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() 
 
 def test_a_hop_that_asks_when_for_a_question_that_asks_where_asks_for_the_place() -> None:
     """The prompt's "birth year of #1", copied into questions about a place (2Wiki, v3)."""
-    from agent.planner_queries import on_topic
-    from agent.planner_state import query_key
+    from agent.planner.queries import on_topic
+    from agent.planner.state import query_key
 
     def plan(*queries: str) -> list[str]:
         pairs = [(q, query_key(q)) for q in queries]
@@ -666,7 +666,7 @@ async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> No
 
 
 def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
-    from agent.planner_queries import implicit_refs
+    from agent.planner.queries import implicit_refs
 
     earlier = ["origin of the song Alone", "town where 'Coffee Alone' comes from"]
     query = 'river next to the town where "Coffee Alone" comes from'
@@ -831,7 +831,7 @@ async def test_planned_hops_run_past_max_rounds_to_the_end_of_the_chain(index) -
 
 
 def test_a_bare_noun_is_no_query() -> None:
-    from agent.planner_queries import clean_queries, generic, on_topic
+    from agent.planner.queries import clean_queries, generic, on_topic
 
     assert generic("city") and generic("the capitol")
     assert not generic("Paris") and not generic("capital of France") and not generic("1937")
@@ -842,7 +842,7 @@ def test_a_bare_noun_is_no_query() -> None:
 
 
 def test_a_hop_whose_relation_the_question_never_asks_is_dropped() -> None:
-    from agent.planner_queries import clean_queries, on_topic, relation_in_question
+    from agent.planner.queries import clean_queries, on_topic, relation_in_question
 
     question = "In which country is the province where Serbian is official?"
     planned = ["province where Serbian is official", "country of #1", "capital of #2"]

@@ -1,12 +1,12 @@
-"""The question's shape picks the decompose prompt's worked plans (``agent.planner_shapes``)."""
+"""The question's shape picks the decompose prompt's worked plans (``agent.planner.shapes``)."""
 
 from __future__ import annotations
 
 import pytest
 
 import prompts
-from agent.planner_shapes import SHAPES, plan_examples, question_shape
-from agent.planner_state import query_key
+from agent.planner.shapes import SHAPES, plan_examples, question_shape
+from agent.planner.state import query_key
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from agent.cli_tree import build_progress
+from agent.cli.tree import build_progress
 from agent.progress import ProgressLines
 from tree.build import BuildEvent
 
@@ -58,7 +58,7 @@ def test_a_resumed_stage_measures_its_pace_from_where_it_resumed() -> None:
 
 def _tree_progress_output(monkeypatch, enabled: bool, events: list[BuildEvent]) -> str:
     console, buffer = _console()
-    monkeypatch.setattr("agent.cli_tree.err", console)
+    monkeypatch.setattr("agent.cli.tree.err", console)
     with build_progress(enabled=enabled) as progress:
         for event in events:
             progress(event)

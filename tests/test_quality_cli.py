@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from agent.settings import Settings
 from evals.cli import eval_app
 from evals.pipelines import EvalContext
-from evals.quality_runner import run_quality
+from evals.quality.runner import run_quality
 from evals.runner import RunConfig
 from tests.quality_chat import TINY, quality_chat
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from evals.datasets import DatasetError, detect_format, load_questions, resolve_format
-from evals.quality_corpora import leaf_passages
-from evals.quality_data import load_articles, select_questions
+from evals.quality.corpora import leaf_passages
+from evals.quality.data import load_articles, select_questions
 from tests.conftest import SHARED_DATA
 from tests.quality_chat import TINY
 
@@ -99,7 +99,7 @@ def test_bad_rows_name_the_file_and_line(tmp_path: Path, rows: list[dict], messa
 
 
 def test_the_hotpot_loader_sends_quality_files_to_their_runner() -> None:
-    with pytest.raises(DatasetError, match=r"runs through evals\.quality_runner"):
+    with pytest.raises(DatasetError, match=r"runs through evals\.quality\.runner"):
         load_questions(TINY)
 
 

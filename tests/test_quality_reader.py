@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.quality_reader import choice_schema, parse_choice, read_choice
+from evals.quality.reader import choice_schema, parse_choice, read_choice
 from tests.scripted_chat import ScriptedChatModel
 
 OPTIONS = ["the lamp", "the goat", "the boat", "the winch"]

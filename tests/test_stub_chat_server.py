@@ -23,8 +23,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from agent.chat_models import HoptreeChatOpenAI
 from agent.hoptree_agent import HoptreeAgent
+from agent.runtime.chat_models import HoptreeChatOpenAI
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
@@ -32,7 +32,7 @@ from tests.test_planner import KeywordSearcher
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "benchmarks" / "stub_chat_server.py"
-CORPUS = ROOT / "agent" / "demo" / "hotpotqa_demo.jsonl"
+CORPUS = ROOT / "agent" / "cli" / "demo" / "hotpotqa_demo.jsonl"
 QUESTION = (
     'The band who released the debut album "Tinted Windows" had their first performance in '
     "what city?"

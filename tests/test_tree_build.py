@@ -127,7 +127,7 @@ def test_same_seed_same_tree(embeddings, clustering: str) -> None:
 KILLED_BUILD = """
 import asyncio, os, signal, sys
 from pathlib import Path
-from agent.embeddings import SentenceTransformerEmbeddings
+from agent.runtime.embeddings import SentenceTransformerEmbeddings
 from tests.scripted_chat import ScriptedChatModel
 from tests.test_tree_build import ASTRONOMY, BAKING, SMALL, doc, reply
 from tree.build import TreeBuilder, TreeConfig
@@ -245,7 +245,7 @@ def test_merging_journals_skips_torn_lines_and_never_extends_one(tmp_path: Path)
 
 
 def test_rebuild_through_the_sqlite_cache_makes_no_new_calls(embeddings, tmp_path: Path) -> None:
-    from agent.llm_cache import SQLiteLLMCache
+    from agent.runtime.llm_cache import SQLiteLLMCache
 
     cache = SQLiteLLMCache(tmp_path / "cache.sqlite")
     documents = [doc("mixed", ASTRONOMY + BAKING)]

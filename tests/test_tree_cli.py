@@ -1,4 +1,4 @@
-"""``hoptree tree build|show`` through typer (the sub-app mounted on a root app, as agent.cli
+"""``hoptree tree build|show`` through typer (the sub-app mounted on a root app, as agent.cli.main
 does). One test drives a real build with the real local model, end to end."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agent.cli_tree import tree_app
+from agent.cli.tree import tree_app
 from tests.scripted_chat import ScriptedChatModel
 from tests.test_tree_build import ASTRONOMY, BAKING, reply
 from tree.build import TreeBuilder, TreeConfig

@@ -19,7 +19,7 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from agent.usage import UsageTracker
+from agent.runtime.usage import UsageTracker
 from searchers.repetition import drop_repetition
 from searchers.searcher import BudgetMeter, SearchBudget
 from searchers.structured_calls import Reply, ask, capped, truncated_text

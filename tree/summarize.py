@@ -33,9 +33,11 @@ from tree.tokens import TokenCounter, approx_token_count, truncate_to_tokens
 
 log = logging.getLogger(__name__)
 
-STEP_KEY = "hoptree_step"  # agent.usage.STEP_KEY; tagged on every call for the usage tracker
+# agent.runtime.usage.STEP_KEY; tagged on every call for the usage tracker
+STEP_KEY = "hoptree_step"
 SUMMARY_STEP = "tree_summary"
-CACHE_HIT_FLAG = "hoptree_cache_hit"  # agent.llm_cache.CACHE_HIT_FLAG, set on cached replies
+# agent.runtime.llm_cache.CACHE_HIT_FLAG, set on cached replies
+CACHE_HIT_FLAG = "hoptree_cache_hit"
 PASSAGE_SEPARATOR = "\n\n"
 # "Summary:", "**Summary:**", "Here is a concise summary of the passages:" (colon required)
 _PREAMBLE = re.compile(

@@ -1,0 +1,226 @@
+"""Deciding "A or B?" comparisons from the findings, without asking the model to compare.
+
+Measured on HotpotQA (v3, 50 questions): the planner found "Morgan Llywelyn: December 3, 1937"
+and "Robert Jordan: October 17, 1948", both supported by their passages, and the 1.5B reader
+still answered "Robert Jordan" to "Who was born first?". Comparing two dates or two numbers is
+arithmetic, not reading: when the question offers two alternatives, says which way it compares
+(first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
+that is a date or a number, the answer is computed. Anything less clear is left to the reader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.checks.citations import choices
+from searchers.verification import normalize_answer
+
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_DAY = re.compile(r"\b([0-3]?\d)\b")
+_NUMBER = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\b")
+
+# Words that say which way the question compares: "min" picks the smaller value (the earlier
+# date), "max" the larger. Phrases are matched on the normalised question, longest first.
+_DIRECTIONS: tuple[tuple[str, str], ...] = (
+    ("more recently", "max"),
+    ("most recently", "max"),
+    ("more recent", "max"),
+    ("most recent", "max"),
+    ("first", "min"),
+    ("earlier", "min"),
+    ("earliest", "min"),
+    ("older", "min"),
+    ("oldest", "min"),
+    ("sooner", "min"),
+    ("before", "min"),
+    ("later", "max"),
+    ("latest", "max"),
+    ("last", "max"),
+    ("younger", "max"),
+    ("youngest", "max"),
+    ("newer", "max"),
+    ("newest", "max"),
+    ("after", "max"),
+)
+_AMOUNTS: tuple[tuple[str, str], ...] = (
+    ("more", "max"),
+    ("most", "max"),
+    ("larger", "max"),
+    ("largest", "max"),
+    ("bigger", "max"),
+    ("biggest", "max"),
+    ("higher", "max"),
+    ("highest", "max"),
+    ("taller", "max"),
+    ("tallest", "max"),
+    ("longer", "max"),
+    ("longest", "max"),
+    ("fewer", "min"),
+    ("fewest", "min"),
+    ("less", "min"),
+    ("least", "min"),
+    ("smaller", "min"),
+    ("smallest", "min"),
+    ("shorter", "min"),
+    ("shortest", "min"),
+    ("lower", "min"),
+    ("lowest", "min"),
+)
+# Questions whose comparison is not one value against another ("who lived longer" compares two
+# lifespans, a difference of two dates each).
+_NOT_A_VALUE = ("lived longer", "live longer", "lived shorter", "longer life", "age at death")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the resolver read and chose, for the trace."""
+
+    direction: str  # "min" | "max"
+    kind: str  # "date" | "number"
+    values: dict[str, str]  # alternative -> the finding it compared
+    picked: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "direction": self.direction,
+            "kind": self.kind,
+            "values": self.values,
+            "picked": self.picked,
+        }
+
+
+def parse_date(text: str) -> tuple[int, int, int] | None:
+    """(year, month, day) from "December 3, 1937", "3 December 1937", "1937" or "Dec 1937";
+    month and day are 0 when the text does not say. None if there is no year."""
+    years = _YEAR.findall(text)
+    if len(years) != 1:  # a range or two dates: not one value
+        return None
+    year = int(years[0])
+    words = normalize_answer(text).split()
+    month = next((MONTHS[w] for w in words if w in MONTHS), 0)
+    day = 0
+    if month:
+        rest = _YEAR.sub(" ", text)
+        days = [int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31]
+        day = days[0] if len(days) == 1 else 0
+    return (year, month, day)
+
+
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+
+
+def parse_number(text: str) -> float | None:
+    """ "24.15 million" -> 24150000.0: a magnitude word scales the number (HotpotQA's "24
+    million" against "105,000" was read as 24 before)."""
+    match = _NUMBER.match(text)
+    if not match:
+        return None
+    value = float(match.group(1).replace(",", ""))
+    rest = normalize_answer(text[match.end() :]).split()
+    if rest and rest[0] in _SCALE:
+        value *= _SCALE[rest[0]]
+    return value
+
+
+def direction(question: str) -> tuple[str, str] | None:
+    """("min"|"max", "date"|"amount"), or None when the question does not say which way."""
+    text = f" {normalize_answer(question)} "
+    if any(f" {phrase} " in text for phrase in _NOT_A_VALUE):
+        return None
+    for phrase, way in _DIRECTIONS:
+        if f" {phrase} " in text:
+            return way, "date"
+    for phrase, way in _AMOUNTS:
+        if f" {phrase} " in text:
+            return way, "amount"
+    return None
+
+
+def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:
+    """The answers of the queries that name ``name`` and none of ``others``."""
+    key = f" {normalize_answer(name)} "
+    return [
+        answer
+        for query, answer in findings
+        if key in f" {normalize_answer(query)} "
+        and not any(f" {normalize_answer(o)} " in f" {normalize_answer(query)} " for o in others)
+    ]
+
+
+def _value_of(
+    alternative: str, others: Sequence[str], findings: Sequence[tuple[str, str]], kind: str
+) -> str | None:
+    """The one date or number the findings give for ``alternative``: a finding of a query about
+    it, or, one hop on, a finding of a query about what its finding named ("Which film has the
+    director born first?": "director of A" -> "Edward H. Griffith", then "birth date of Edward
+    H. Griffith" -> the date). None when there is none or more than one."""
+    parse = parse_date if kind == "date" else parse_number
+    direct = _naming(alternative, others, findings)
+    values = {v for v in direct if parse(v) is not None}
+    if values:
+        return values.pop() if len(values) == 1 else None
+    bridged = {
+        v
+        for bridge in set(direct)
+        for v in _naming(bridge, others, findings)
+        if parse(v) is not None
+    }
+    return bridged.pop() if len(bridged) == 1 else None
+
+
+def resolve(question: str, findings: Sequence[tuple[str, str]]) -> Comparison | None:
+    """The alternative the findings decide, given (query, supported answer) pairs; None when
+    the question is not a two-way comparison, or the findings do not give one clear value of
+    the same kind for each alternative, or the values tie."""
+    offered = choices(question)
+    way = direction(question)
+    if len(offered) != 2 or way is None:
+        return None
+    kind = "date" if way[1] == "date" else "number"
+    picked_values: dict[str, str] = {}
+    for alternative in offered:
+        others = [o for o in offered if o != alternative]
+        value = _value_of(alternative, others, findings, kind)
+        if value is None:
+            return None
+        picked_values[alternative] = value
+    if kind == "date":
+        # compare at the precision both share: "1937" against "October 17, 1948" is by year
+        a, b = (parse_date(picked_values[x]) for x in offered)
+        assert a is not None and b is not None
+        depth = 1 + (bool(a[1] and b[1])) + (bool(a[1] and b[1] and a[2] and b[2]))
+        ka: tuple[float, ...] = a[:depth]
+        kb: tuple[float, ...] = b[:depth]
+    else:
+        na, nb = (parse_number(picked_values[x]) for x in offered)
+        assert na is not None and nb is not None
+        ka, kb = (na,), (nb,)
+    if ka == kb:
+        return None
+    smaller = offered[0] if ka < kb else offered[1]
+    larger = offered[1] if smaller == offered[0] else offered[0]
+    picked = smaller if way[0] == "min" else larger
+    return Comparison(way[0], kind, picked_values, picked)

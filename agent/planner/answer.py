@@ -1,0 +1,245 @@
+"""The ``answer`` node: one reserved call reads raw passages chosen from everything found,
+with the findings as notes. The short answer is then grounded in a passage, moved along a
+planned chain past a bridge entity, or computed for an "A or B?" comparison, and every cited
+sentence is checked against its passages; none of that costs a call."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+import prompts
+from agent.checks.chains import Hop, chain_end, last_hop, same_answer
+from agent.checks.citations import (
+    SourceText,
+    asks_yes_no,
+    check_citations,
+    choices,
+    ground_short_answer,
+    pick_choice,
+)
+from agent.checks.comparison import resolve
+from agent.checks.evidence import Finding, select_evidence
+from agent.planner.queries import active_queries, unanswered_queries
+from agent.planner.state import (
+    PlannerRun,
+    PlannerState,
+)
+from agent.planner.trace import emit
+from searchers.passages import focus_text
+from searchers.structured_calls import ask
+from searchers.verification import contains_span
+
+ANSWER_MAX_TOKENS = 256
+
+
+class FinalAnswer(BaseModel):
+    short_answer: str = Field(description="a few words: a name, a date, a number, or yes/no")
+    answer: str = Field(description="one to three sentences, each ending with [n] citations")
+
+
+class AgentRunError(RuntimeError):
+    """The run cannot produce an answer (the chat model failed at the last step)."""
+
+
+_CITE = re.compile(r"\[(\d{1,3})\]")
+
+
+def supported_findings(state: PlannerState) -> list[Finding]:
+    """The findings the answer step may lean on, in query order."""
+    summaries = state.get("summaries", {})
+    out = []
+    for sub in active_queries(state):
+        summary = summaries[sub["id"]]
+        if summary.get("supported"):
+            out.append(Finding(sub["query"], summary["summary"], tuple(summary["sources"])))
+    return out
+
+
+def _focus(state: PlannerState) -> str:
+    """What the answer step's passages are trimmed around: the question and its queries."""
+    queries = " ".join(q["query"] for q in state.get("sub_queries", {}).values())
+    return f"{state['question']} {queries}"
+
+
+MIN_RESOLVED_SOURCES = 2
+
+
+def resolved(state: PlannerState) -> bool:
+    """Every searched query has a supported finding (its own or a follow-up's)."""
+    summaries = state.get("summaries", {})
+    return bool(summaries) and not unanswered_queries(state) and not state.get("waiting")
+
+
+def _whole(state: PlannerState) -> bool:
+    """Does the plan cover the question? A question of one fact is covered by one query; a
+    chain or a comparison needs two or more. Measured on MuSiQue: a 4-hop question planned as
+    one query "resolved" on a wrong first step, and its two passages held no answer; such a
+    plan keeps the wider context."""
+    return state.get("shape") == "single" or len(active_queries(state)) >= 2
+
+
+def _answer_sources(state: PlannerState, limit: int, *, narrow: bool) -> list[dict[str, Any]]:
+    """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
+    passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
+    what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
+    it). Otherwise everything found, ranked as one-call RAG would rank it plus the names the
+    findings revealed."""
+    passages = state.get("passages", {})
+    ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
+    findings = supported_findings(state)
+    if narrow and findings:
+        first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
+        limit = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
+    ids = select_evidence(state["question"], findings, ranked, passages, limit)
+    return [passages[pid] for pid in ids]
+
+
+def _hops(state: PlannerState) -> list[Hop]:
+    """Every searched query as a link of its chain (``agent.checks.chains``)."""
+    summaries = state.get("summaries", {})
+    return [
+        Hop(
+            id=qid,
+            needs=tuple(sub.get("needs") or ()),
+            replaces=sub.get("replaces"),
+            answer=summaries[qid]["summary"] if summaries[qid].get("supported") else None,
+            superseded=bool(summaries[qid].get("superseded_by")),
+        )
+        for qid, sub in state.get("sub_queries", {}).items()
+        if qid in summaries
+    ]
+
+
+def _notes(findings: list[Finding]) -> str:
+    if not findings:
+        return "(none)"
+    return "\n".join(f"- {f.query}: {f.answer}" for f in findings)
+
+
+async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    run = runtime.context
+    cfg = run.planner
+    started = time.monotonic()
+    plan_resolved = cfg.summarize and resolved(state)
+    sources = _answer_sources(
+        state, cfg.answer_sources, narrow=plan_resolved and cfg.narrow_resolved and _whole(state)
+    )
+    focus = _focus(state)
+    # each passage as the prompt shows it, trimmed around the question: what the citation
+    # check reads and what the result reports as shown
+    texts = [
+        SourceText(n, s["title"], focus_text(s["text"], cfg.passage_chars, focus))
+        for n, s in enumerate(sources, start=1)
+    ]
+    passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
+    findings = supported_findings(state)
+    # The answer is the point of the run: it has one call of its own, beyond what the rounds
+    # could spend (the rounds' meter stops one short of max_llm_calls).
+    meter = run.budget_meter
+    meter.budget = type(meter.budget)(
+        max_llm_calls=meter.llm_calls + 1,
+        deadline_s=meter.elapsed_s + max(run.remaining_s(), run.llm_timeout_s),
+        llm_timeout_s=run.llm_timeout_s,
+    )
+    reply = await ask(
+        run.chat,
+        FinalAnswer,
+        prompts.render(
+            "answer",
+            question=state["question"],
+            notes=_notes(findings) if cfg.summarize else "(none)",
+            passages=passages_text or "(no passages were found)",
+        ),
+        meter=meter,
+        step="answer",
+        max_tokens=ANSWER_MAX_TOKENS,
+    )
+    if reply.value is None:
+        raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
+    raw_short = " ".join(reply.value.short_answer.split())[:300]
+    raw_long = " ".join(reply.value.answer.split())[:2000]
+    short, grounded = ground_short_answer(raw_short, texts, state["question"])
+    short = pick_choice(short, raw_long, state["question"])
+    # a bridge entity is not the answer when the chain it bridges to has a finding
+    bridged_to = (
+        None if choices(state["question"]) else last_hop(short, _hops(state), state["question"])
+    )
+    if bridged_to is not None:
+        short, grounded = bridged_to, True
+    # a resolved chain answers with its last hop's finding, whatever the reader wrote
+    chained = (
+        chain_end(_hops(state), state["question"])
+        if cfg.summarize
+        and cfg.chain_answer
+        and not asks_yes_no(state["question"])
+        and not choices(state["question"])
+        else None
+    )
+    if chained is not None and not same_answer(short, chained):
+        short, grounded = chained, True
+    # "A or B?" with a date or a number found for each: computed, not read
+    comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
+    if comparison is not None:
+        short, grounded = comparison.picked, True
+    check = check_citations(raw_long, texts, state["question"])
+    text = check.answer
+    if not text and short:
+        # every sentence failed the check: the short answer, cited where it occurs
+        holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
+        text = f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
+    cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
+    citations = [
+        {
+            "n": n,
+            "id": sources[n - 1]["id"],
+            "title": sources[n - 1]["title"],
+            "text": sources[n - 1]["text"],
+            "url": (sources[n - 1].get("metadata") or {}).get("url"),
+        }
+        for n in cited
+    ]
+    report = {
+        **check.to_json(),
+        "short_answer_grounded": grounded,
+        "plan_resolved": plan_resolved,
+    }
+    if chained is not None:
+        report["chain_end"] = chained
+    if comparison is not None:
+        report["comparison"] = comparison.to_json()
+    if bridged_to is not None:
+        report["last_hop"] = bridged_to
+    if raw_short != short:
+        report["short_answer_written"] = raw_short
+    emit(
+        runtime,
+        "answer",
+        {
+            "short_answer": short,
+            "answer": text,
+            "citations": [c["id"] for c in citations],
+            "sources": [s["id"] for s in sources],
+            "check": report,
+        },
+        state.get("round", 1),
+        (time.monotonic() - started) * 1000,
+    )
+    turn = {"question": state["question"], "short_answer": short}
+    shown_sources = [
+        {"n": t.n, "id": src["id"], "title": src["title"], "text": src["text"], "shown": t.text}
+        for src, t in zip(sources, texts, strict=True)
+    ]
+    return {
+        "short_answer": short,
+        "answer": text,
+        "citations": citations,
+        "sources": shown_sources,
+        "citation_check": report,
+        "stopped": state.get("stopped") or "sufficient",
+        "history": [*state.get("history", []), turn][-10:],
+    }

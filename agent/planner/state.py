@@ -1,0 +1,179 @@
+"""The planner graph's state, its reducers, and the per-run context the nodes share.
+
+State holds only JSON-shaped values (dicts, lists, strings, numbers), because a thread's state is
+checkpointed to SQLite between questions; models, searchers and budgets travel in the run context,
+which is never persisted. Keyed maps merge on write so parallel ``Send`` branches can each add
+their own entry; writing ``None`` to one resets it, which is how a new question on an old thread
+starts clean while keeping the conversation history.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.language_models import BaseChatModel
+from typing_extensions import TypedDict
+
+from agent.results import TraceEvent
+from agent.runtime.usage import UsageTracker
+from agent.settings import BudgetSettings, PlannerSettings
+from searchers.passages import HitRecord
+from searchers.searcher import BudgetMeter, SearchBudget, Searcher, SearchRecord
+
+
+def merge_keyed(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Merge maps written by parallel branches; ``None`` resets (a new question)."""
+    if right is None:
+        return {}
+    return {**(left or {}), **right}
+
+
+def append_or_reset(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    if right is None:
+        return []
+    return [*(left or []), *right]
+
+
+class SubQuery(TypedDict):
+    id: str  # "q1", "q2", ... in the order planned
+    query: str  # as searched: a dependent query has its #n filled in once it is sent
+    round: int  # the round it was searched in; 0 while it waits for the answers it needs
+    origin: str  # "decompose" | "supplement"
+    key: str  # normalized form, for "never ask the same thing twice"
+    needs: list[str]  # ids of earlier queries whose answers it uses ("birth year of #1")
+    replaces: str | None  # the unanswered query this follow-up asks again
+
+
+class FindingRecord(TypedDict):
+    """What the findings step keeps for one query (``PlannerState.summaries``)."""
+
+    id: str
+    query: str
+    summary: str  # the supported span, "" when unsupported
+    proposed: str  # what the model said either way (the trace shows both)
+    sources: list[str]  # ids of the passages that hold the span
+    answered: bool  # the model gave an answer
+    supported: bool  # the answer is a span of a passage about the query's subject
+    skipped: bool  # no findings call was made (the summarize switch off)
+    superseded_by: str | None  # a follow-up whose supported finding replaced this one
+
+
+class SearchEntry(SearchRecord):
+    """One (atomic query, searcher) result in ``PlannerState.searches``."""
+
+    sub_query_id: str
+
+
+class PlannerState(TypedDict, total=False):
+    question: str
+    thread_id: str | None
+    history: list[dict[str, str]]  # earlier turns of this thread: question, short_answer
+    round: int
+    shape: str  # the question's shape (``agent.planner.shapes``), read before planning
+    sub_queries: Annotated[dict[str, SubQuery], merge_keyed]
+    pending: list[str]  # sub-query ids searched in the current round
+    waiting: list[str]  # planned sub-query ids not yet searched: they need an earlier answer
+    searches: Annotated[dict[str, SearchEntry], merge_keyed]  # "q1|sparse" -> result
+    fused: Annotated[dict[str, list[str]], merge_keyed]  # sub-query id -> passage ids, best first
+    passages: Annotated[dict[str, HitRecord], merge_keyed]  # passage id -> hit
+    summaries: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
+    verdicts: list[dict[str, Any]]
+    errors: Annotated[list[str], append_or_reset]
+    stopped: str
+    short_answer: str
+    answer: str
+    citations: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    citation_check: dict[str, Any]  # how many sentences of the cited answer were kept/dropped
+
+
+class SearchTask(TypedDict):
+    """What one ``Send`` to the search node carries: one atomic query for one searcher."""
+
+    sub_query_id: str
+    query: str
+    searcher: str
+    round: int
+
+
+def fresh_question(question: str, thread_id: str | None) -> PlannerState:
+    """The input for a new question: every per-question field reset, history kept."""
+    return {
+        "question": question,
+        "thread_id": thread_id,
+        "round": 0,
+        "shape": "",
+        "sub_queries": None,  # type: ignore[typeddict-item]
+        "pending": [],
+        "waiting": [],
+        "searches": None,  # type: ignore[typeddict-item]
+        "fused": None,  # type: ignore[typeddict-item]
+        "passages": None,  # type: ignore[typeddict-item]
+        "summaries": None,  # type: ignore[typeddict-item]
+        "verdicts": [],
+        "errors": None,  # type: ignore[typeddict-item]
+        "stopped": "",
+        "short_answer": "",
+        "answer": "",
+        "citations": [],
+        "sources": [],
+        "citation_check": {},
+    }
+
+
+_QUERY_FILLER = frozenset(
+    "a an the of in on at to for by and or is was are were what which who whom whose when where "
+    "how did does do please find search".split()
+)
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def query_key(query: str) -> str:
+    """Two wordings of one query share a key: case, punctuation, filler and order ignored."""
+    words = {w for w in _NON_WORD.split(query.casefold()) if w and w not in _QUERY_FILLER}
+    return " ".join(sorted(words))
+
+
+@dataclass
+class PlannerRun:
+    """Per-run context: the models and searchers, the budgets, and the event sink."""
+
+    chat: BaseChatModel
+    searchers: dict[str, Searcher]
+    planner: PlannerSettings
+    budgets: BudgetSettings
+    tracker: UsageTracker
+    llm_timeout_s: float = 120.0
+    deadline_s: float = 900.0
+    started: float = field(default_factory=time.monotonic)
+    meter: BudgetMeter | None = None
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # One meter for the whole question: planner calls are charged on it directly and every
+        # searcher call is charged on it before it is made (``outer_budget``), so
+        # max_llm_calls is a hard cap. One call stays reserved for the answer step.
+        if self.meter is None:
+            self.meter = BudgetMeter(
+                SearchBudget(
+                    max_llm_calls=max(0, self.budgets.max_llm_calls - 1),
+                    deadline_s=self.deadline_s,
+                    llm_timeout_s=self.llm_timeout_s,
+                )
+            )
+
+    @property
+    def budget_meter(self) -> BudgetMeter:
+        assert self.meter is not None
+        return self.meter
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline_s - (time.monotonic() - self.started))
+
+    def search_time_left(self) -> float:
+        """Searching stops early enough to leave the answer step a share of the deadline."""
+        reserve = min(120.0, 0.15 * self.deadline_s)
+        return self.remaining_s() - reserve

@@ -1,0 +1,155 @@
+"""Building the chat model from settings: a remote OpenAI-compatible endpoint or the embedded one.
+
+Everything downstream sees a langchain-core ``BaseChatModel``; only this module knows whether it
+talks to OpenAI, vLLM, Ollama, a user's llama.cpp, or the llama.cpp server we start ourselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.caches import BaseCache
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, SecretStr
+
+from agent.runtime.gguf_assembly import LOCAL_MODELS, ProgressFn, assemble
+from agent.runtime.llama_server import LlamaServer
+from agent.settings import Settings
+
+LOCAL_API_KEY = "hoptree-local"  # the loopback server checks no key, but the client wants one
+
+
+class ChatModelConfigError(ValueError):
+    """A chat endpoint configuration that cannot work; the message says which setting to change."""
+
+
+def _stable_json(value: Any) -> Any:
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value.model_json_schema()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return repr(value)
+
+
+class HoptreeChatOpenAI(ChatOpenAI):
+    """ChatOpenAI whose cache key names the model, not the transport.
+
+    The stock key serializes the client, base URL included; the embedded server listens on a new
+    port every run, so every cached answer would miss. We key on a stable identity (the model's
+    content hash for the embedded model, endpoint + model otherwise) plus the call parameters.
+    """
+
+    cache_identity: str = ""
+
+    def _get_llm_string(self, stop: list[str] | None = None, **kwargs: Any) -> str:
+        params = {**self._get_invocation_params(stop=stop, **kwargs), **kwargs}
+        params.pop("stream", None)  # streamed or not, the completion is the same
+        params["model_identity"] = self.cache_identity or self.model_name
+        return json.dumps(params, sort_keys=True, default=_stable_json)
+
+
+@dataclass
+class ChatModelHandle:
+    """The chat model plus what keeps it alive and what to tell the user about it."""
+
+    model: HoptreeChatOpenAI
+    label: str
+    endpoint: str
+    embedded: bool
+    server: LlamaServer | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    def __enter__(self) -> ChatModelHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def resolve_local_gguf(settings: Settings, progress: ProgressFn | None = None) -> tuple[str, Any]:
+    """(label, path) of the GGUF the embedded server should load."""
+    if settings.llm.gguf_path is not None:
+        path = settings.llm.gguf_path.expanduser()
+        return path.stem, path
+    spec = LOCAL_MODELS[settings.llm.local_model]
+    return spec.name, assemble(spec, settings.models_dir, progress)
+
+
+def build_chat_model(
+    settings: Settings,
+    *,
+    cache: BaseCache | bool | None = None,
+    progress: ProgressFn | None = None,
+    on_server_start: Callable[[LlamaServer], None] | None = None,
+    callbacks: list[BaseCallbackHandler] | None = None,
+) -> ChatModelHandle:
+    """Build the configured chat model; starts the embedded server when no endpoint is set.
+
+    ``cache``: a ``BaseCache`` to use, ``False`` to disable caching, ``None`` for none.
+    """
+    llm = settings.llm
+    common: dict[str, Any] = {
+        "temperature": llm.temperature,
+        "max_tokens": llm.max_tokens,
+        "timeout": llm.timeout_s,
+        "max_retries": llm.max_retries,
+        "cache": cache if cache is not None else False,
+        "callbacks": callbacks,
+    }
+    if not llm.embedded:
+        if not llm.model.strip():
+            raise ChatModelConfigError(
+                f"HOPTREE_LLM__BASE_URL is set to {llm.base_url!r} but no model is named: "
+                "set HOPTREE_LLM__MODEL (e.g. gpt-4o-mini, or the name your vLLM/Ollama serves)"
+            )
+        key = llm.api_key.get_secret_value() if llm.api_key else os.environ.get("OPENAI_API_KEY")
+        model = HoptreeChatOpenAI(
+            base_url=llm.base_url,
+            model=llm.model,
+            api_key=SecretStr(key or "not-needed"),
+            cache_identity=f"{llm.base_url.rstrip('/')}|{llm.model}",
+            **common,
+        )
+        return ChatModelHandle(model=model, label=llm.model, endpoint=llm.base_url, embedded=False)
+
+    label, gguf = resolve_local_gguf(settings, progress)
+    server = LlamaServer(
+        gguf,
+        alias=label,
+        n_ctx=llm.local_ctx,
+        threads=llm.local_threads,
+        parallel=llm.local_parallel,
+        startup_timeout_s=llm.startup_timeout_s,
+    ).start()
+    if on_server_start is not None:
+        on_server_start(server)
+    identity = f"local|{label}"
+    if settings.llm.gguf_path is None:
+        identity += f"|{LOCAL_MODELS[settings.llm.local_model].sha256[:16]}"
+    else:
+        stat = gguf.stat()
+        identity += f"|{stat.st_size}|{stat.st_mtime_ns}"
+    model = HoptreeChatOpenAI(
+        base_url=server.base_url,
+        model=label,
+        api_key=SecretStr(LOCAL_API_KEY),
+        cache_identity=identity,
+        **common,
+    )
+    return ChatModelHandle(
+        model=model,
+        label=label,
+        endpoint=server.base_url,
+        embedded=True,
+        server=server,
+        details={"gguf": str(gguf), "load_seconds": server.load_seconds, "n_ctx": llm.local_ctx},
+    )
