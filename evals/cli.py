@@ -50,13 +50,14 @@ from evals.report import (
 )
 from evals.runner import EvalRunError, RunConfig, check_config, run_eval
 from evals.suite import (
-    DATASETS,
-    STAGES,
+    DEFAULT_SUITE,
+    SUITES,
     TREE_JOURNAL,
     SuiteError,
     SuiteRun,
     compare_args,
     execute_cli,
+    get_suite,
     kept_journal,
     metrics_of,
     run_status,
@@ -406,17 +407,36 @@ def replay_command(
 
 @eval_app.command("suite")
 def suite_command(
+    suite_name: Annotated[
+        str, typer.Option("--suite", help=f"one of {', '.join(SUITES)}")
+    ] = DEFAULT_SUITE.name,
     data: Annotated[
-        Path, typer.Option("--data", help="folder holding hotpotqa/ and 2wikimultihopqa/")
+        Path, typer.Option("--data", help="folder holding hotpotqa/, 2wikimultihopqa/, musique/")
     ] = Path("../shared/data"),
-    out_dir: Annotated[Path, typer.Option("--out", help="results folder")] = Path("evals/results"),
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="results folder (default: the suite's, "
+            + ", ".join(f"{s.out} for {n}" for n, s in SUITES.items())
+            + ")",
+        ),
+    ] = None,
     stages: Annotated[
         list[str] | None,
-        typer.Option("--stage", help=f"one of {', '.join(STAGES)} (repeatable; default all)"),
+        typer.Option(
+            "--stage",
+            help="repeatable, default all; "
+            + "; ".join(f"{n}: {', '.join(s.stages)}" for n, s in SUITES.items()),
+        ),
     ] = None,
     datasets: Annotated[
         list[str] | None,
-        typer.Option("--only", help=f"one of {', '.join(DATASETS)} (repeatable; default both)"),
+        typer.Option(
+            "--only",
+            help="a slice (its folder; a bare name also picks its tune/ slice), repeatable, "
+            "default all; " + "; ".join(f"{n}: {', '.join(s.slices)}" for n, s in SUITES.items()),
+        ),
     ] = None,
     go: Annotated[
         bool, typer.Option("--run", help="run the unfinished runs, then write the comparisons")
@@ -430,11 +450,13 @@ def suite_command(
         ),
     ] = False,
 ) -> None:
-    """The committed suite: how far each run got; with --run, continue it (resumable)."""
+    """A committed suite: how far each run got; with --run, continue it (resumable)."""
     try:
-        runs = suite_runs(stages or list(STAGES), datasets or list(DATASETS))
+        suite = get_suite(suite_name)
+        runs = suite_runs(stages or list(suite.stages), datasets, suite)
     except SuiteError as exc:
         raise _fail(str(exc)) from exc
+    out_dir = out_dir or Path(suite.out)
     files = {r.dataset_file(data) for r in runs}
     missing = sorted(str(f) for f in files if not f.is_file())
     if missing:
@@ -465,15 +487,21 @@ def suite_command(
                 out.print(f"{kept}: {added} new record(s)", highlight=False)
 
     if go:
-        for run, code in run_unfinished(runs, data, out_dir, setup=setup):
+
+        def execute(args: list[str]) -> int:
+            return execute_cli(args, env=suite.env)
+
+        for run, code in run_unfinished(runs, data, out_dir, execute, setup=setup):
             if code != 0:
                 err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
         for dataset in dict.fromkeys(r.dataset for r in runs):
             for common in (False, True):
-                args = compare_args(out_dir, dataset, common)
+                args = compare_args(out_dir, dataset, common, suite)
                 if args is not None:
-                    execute_cli(args)
-    table = Table(title=f"evaluation suite in {out_dir}")
+                    execute(args)
+    env = " ".join(f"{key}={value}" for key, value in suite.env.items())
+    caption = f"suite {suite.name}; every --run child gets {env}" if env else None
+    table = Table(title=f"evaluation suite in {out_dir}", caption=caption)
     for column in ("dataset", "pipeline", "questions", "status", "EM", "F1"):
         table.add_column(column, justify="right" if column in ("EM", "F1") else "left")
     for run in runs:
@@ -485,7 +513,7 @@ def suite_command(
         table.add_row(
             run.dataset,
             run.pipeline,
-            str(run.limit),
+            run.questions(),
             status,
             str(metrics.get("em", "")),
             str(metrics.get("f1", "")),

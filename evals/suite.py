@@ -1,22 +1,27 @@
-"""The committed evaluation suite: which pipeline runs on which questions, how far each run got,
-and the comparison tables over them.
+"""The committed evaluation suites: which pipeline runs on which questions, how far each run
+got, and the comparison tables over them.
 
-On the local model a planner question costs minutes, so the suite takes many sessions. Every run
-is an ordinary resumable ``hoptree eval run`` directory under ``<out>/<dataset>/<pipeline>``, and
+On the local model a planner question costs minutes, so a suite takes many sessions. Every run
+is an ordinary resumable ``hoptree eval run`` directory under ``<out>/<slice>/<pipeline>``, and
 ``hoptree eval suite --run`` runs whatever is unfinished, one run at a time (the embedded model
 decodes one request at a time; two runs at once only share the cores), in the order that gives
 the cheapest complete comparisons first.
+
+Two suites: ``default`` (the first measurements, ``evals/results/<dataset>``) and ``chains``
+(issue 33: held-out report slices, tuning slices and the MuSiQue ablations, in
+``evals/results/v4``, LLM cache off).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -25,18 +30,6 @@ from evals.report import DETAILS_FILE, METRICS_FILE
 from tree.journal import BuildJournal
 from tree.store import JOURNAL_FILE
 
-# dataset key -> file under the data directory (../shared/data here)
-DATASETS = {
-    "hotpotqa": "hotpotqa/dev_hard_300_a.jsonl",
-    "2wiki": "2wikimultihopqa/dev_first100_flashrag.jsonl",
-}
-# stage -> (pipeline, questions): vanilla RAG on 100, searchers, planner and ablations on 30
-STAGES: dict[str, tuple[tuple[str, int], ...]] = {
-    "cheap": (("no-retrieval", 100), ("bm25", 100), ("dense", 100), ("hybrid", 100)),
-    "searchers": (("sparse-searcher", 30), ("dense-searcher", 30)),
-    "planner": (("full", 30), ("no-decompose", 30), ("no-summarize", 30), ("no-supplement", 30)),
-    "tree": (("full+tree", 30),),
-}
 COMPARE_ALL = "compare_all.md"
 COMPARE_COMMON = "compare_common.md"
 COMPARE_PLOT = "compare_common.png"
@@ -44,20 +37,111 @@ TREE_JOURNAL = "tree-journal.jsonl"
 
 
 class SuiteError(ValueError):
-    """A suite request that names no known stage or dataset."""
+    """A suite request that names no known suite, stage or dataset."""
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Questions ``offset + 1`` to ``offset + limit`` of a file under the data directory."""
+
+    file: str
+    offset: int = 0
+    limit: int = 0  # 0: the stage says how many
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Every pipeline on every slice; ``limit`` (when set) overrides the slices' own."""
+
+    pipelines: tuple[str, ...]
+    slices: tuple[str, ...]
+    limit: int = 0
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    out: str  # the results folder, relative to the checkout
+    slices: Mapping[str, Slice]  # key: the slice's folder under ``out``
+    stages: Mapping[str, Stage]  # in cost order
+    env: Mapping[str, str] = field(default_factory=dict)  # added to every --run child's
+
+    @property
+    def pipelines(self) -> list[str]:
+        return list(dict.fromkeys(p for stage in self.stages.values() for p in stage.pipelines))
+
+
+# dataset key -> file under the data directory (../shared/data here)
+DATASETS = {
+    "hotpotqa": "hotpotqa/dev_hard_300_a.jsonl",
+    "2wiki": "2wikimultihopqa/dev_first100_flashrag.jsonl",
+}
+_BOTH = tuple(DATASETS)
+# vanilla RAG on 100, searchers, planner and ablations on 30
+DEFAULT_SUITE = Suite(
+    name="default",
+    out="evals/results",
+    slices={key: Slice(file) for key, file in DATASETS.items()},
+    stages={
+        "cheap": Stage(("no-retrieval", "bm25", "dense", "hybrid"), _BOTH, 100),
+        "searchers": Stage(("sparse-searcher", "dense-searcher"), _BOTH, 30),
+        "planner": Stage(("full", "no-decompose", "no-summarize", "no-supplement"), _BOTH, 30),
+        "tree": Stage(("full+tree",), _BOTH, 30),
+    },
+)
+
+# Issue 33: report on held-out slices, tune on others; measured with the LLM cache off, so that
+# no run borrows calls from another.
+MUSIQUE = "musique/musique_ans_dev_174.jsonl"
+_REPORT = ("hotpotqa_b", "2wiki", "musique")
+_TUNE = ("tune/musique", "tune/2wiki", "tune/hotpotqa")
+CHAINS_SUITE = Suite(
+    name="chains",
+    out="evals/results/v4",
+    slices={
+        "hotpotqa_b": Slice("hotpotqa/dev_hard_300_b.jsonl", 0, 100),
+        "2wiki": Slice("2wikimultihopqa/dev_163_official.jsonl", 0, 163),
+        "musique": Slice(MUSIQUE, 87, 87),  # the last 87 of 174
+        "tune/musique": Slice(MUSIQUE, 0, 87),
+        "tune/2wiki": Slice(DATASETS["2wiki"], 0, 100),
+        "tune/hotpotqa": Slice(DATASETS["hotpotqa"], 0, 100),
+    },
+    stages={
+        "cheap": Stage(("bm25", "hybrid", "oracle", "no-retrieval"), _REPORT),
+        "planner": Stage(("full",), _REPORT),
+        "ablations": Stage(("no-decompose", "no-summarize", "no-supplement"), ("musique",)),
+        "tune": Stage(("bm25", "hybrid", "oracle", "full"), _TUNE),
+    },
+    env={"HOPTREE_LLM__CACHE": "false"},
+)
+SUITES = {suite.name: suite for suite in (DEFAULT_SUITE, CHAINS_SUITE)}
+
+
+def get_suite(name: str) -> Suite:
+    if name not in SUITES:
+        raise SuiteError(f"unknown suite {name}; suites: {', '.join(SUITES)}")
+    return SUITES[name]
 
 
 @dataclass(frozen=True)
 class SuiteRun:
-    dataset: str
+    dataset: str  # the slice's folder under the suite's results folder
     pipeline: str
     limit: int
+    offset: int = 0
+    file: str = ""  # under the data directory; empty: the default suite's DATASETS entry
 
     def out_dir(self, out: Path) -> Path:
         return out / self.dataset / self.pipeline
 
     def dataset_file(self, data: Path) -> Path:
-        return data / DATASETS[self.dataset]
+        return data / (self.file or DATASETS[self.dataset])
+
+    def questions(self) -> str:
+        """How many questions, and which when the slice does not start at the first."""
+        if not self.offset:
+            return str(self.limit)
+        return f"{self.limit} ({self.offset + 1}-{self.offset + self.limit})"
 
     def eval_args(self, data: Path, out: Path) -> list[str]:
         """The ``hoptree eval run`` arguments: the same command resumes the run."""
@@ -70,6 +154,8 @@ class SuiteRun:
             "open",
             "--pipeline",
             self.pipeline,
+            "--offset",
+            str(self.offset),
             "--limit",
             str(self.limit),
             "--out",
@@ -77,21 +163,36 @@ class SuiteRun:
         ]
 
 
-def suite_runs(stages: Sequence[str], datasets: Sequence[str] = tuple(DATASETS)) -> list[SuiteRun]:
-    """Stage by stage, and within a stage pipeline by pipeline over every dataset, so a session
+def _selects(key: str, names: Sequence[str]) -> bool:
+    """``--only musique`` picks ``musique`` and ``tune/musique``; ``--only tune/musique`` one."""
+    return key in names or key.rsplit("/", 1)[-1] in names
+
+
+def suite_runs(
+    stages: Sequence[str], datasets: Sequence[str] | None = None, suite: Suite = DEFAULT_SUITE
+) -> list[SuiteRun]:
+    """Stage by stage, and within a stage pipeline by pipeline over every slice, so a session
     that stops early leaves whole rows of the comparison rather than scattered cells."""
-    unknown = [s for s in stages if s not in STAGES] + [d for d in datasets if d not in DATASETS]
+    names = list(suite.slices) if datasets is None else list(datasets)
+    unknown = [s for s in stages if s not in suite.stages] + [
+        d for d in names if not any(_selects(key, [d]) for key in suite.slices)
+    ]
     if unknown:
         raise SuiteError(
-            f"unknown stage or dataset {', '.join(unknown)}; stages: {', '.join(STAGES)}; "
-            f"datasets: {', '.join(DATASETS)}"
+            f"unknown stage or dataset {', '.join(unknown)}; stages: {', '.join(suite.stages)}; "
+            f"datasets: {', '.join(suite.slices)}"
         )
-    return [
-        SuiteRun(dataset, pipeline, limit)
-        for stage in stages
-        for pipeline, limit in STAGES[stage]
-        for dataset in datasets
-    ]
+    runs = []
+    for stage in stages:
+        spec = suite.stages[stage]
+        for pipeline in spec.pipelines:
+            for key in (k for k in spec.slices if _selects(k, names)):
+                part = suite.slices[key]
+                limit = spec.limit or part.limit
+                runs.append(SuiteRun(key, pipeline, limit, part.offset, part.file))
+    if not runs:
+        raise SuiteError(f"stage {', '.join(stages)} has no run on {', '.join(names)}")
+    return runs
 
 
 def finished_questions(run_dir: Path) -> int:
@@ -119,11 +220,13 @@ def _exit_on_sigterm(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def run_child(command: list[str]) -> int:
-    """Run ``command`` and wait; if this process is stopped (SIGTERM, Ctrl-C) the child stops
-    too. Without this a killed suite leaves its current run going, and a restarted suite then
-    runs a second model beside it on the same cores and files."""
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+def run_child(command: list[str], env: Mapping[str, str] | None = None) -> int:
+    """Run ``command`` (``env`` added to this process's environment) and wait; if this process
+    is stopped (SIGTERM, Ctrl-C) the child stops too. Without this a killed suite leaves its
+    current run going, and a restarted suite then runs a second model beside it on the same
+    cores and files."""
+    environment = {**os.environ, **env} if env else None
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=environment)
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main else None
     try:
@@ -141,9 +244,9 @@ def run_child(command: list[str]) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def execute_cli(args: list[str]) -> int:
+def execute_cli(args: list[str], env: Mapping[str, str] | None = None) -> int:
     """One ``hoptree`` command in a child process: each run frees its model and memory."""
-    return run_child([sys.executable, "-m", "agent.cli", *args])
+    return run_child([sys.executable, "-m", "agent.cli", *args], env=env)
 
 
 Setup = Callable[[SuiteRun], list[list[str]]]
@@ -210,10 +313,13 @@ def run_unfinished(
     return outcomes
 
 
-def compare_args(out: Path, dataset: str, common: bool) -> list[str] | None:
-    """``hoptree eval compare`` over the dataset's runs that have metrics (None: fewer than 2)."""
+def compare_args(
+    out: Path, dataset: str, common: bool, suite: Suite = DEFAULT_SUITE
+) -> list[str] | None:
+    """``hoptree eval compare`` over the slice's runs that have metrics (None: fewer than 2).
+    The runs of one slice share its file, so the comparison adds the paired statistics."""
     root = out / dataset
-    pipelines = [p for stage in STAGES.values() for p, _ in stage]
+    pipelines = suite.pipelines
     runs = [root / p for p in pipelines if (root / p / METRICS_FILE).is_file()]
     if len(runs) < 2:
         return None

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,8 @@ def test_suite_run_builds_the_tree_over_the_eval_index_of_the_file(
     monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "home"))
     commands: list[list[str]] = []
 
-    def child(command: list[str]) -> int:
+    def child(command: list[str], env: Mapping[str, str] | None = None) -> int:
+        assert not env  # the default suite's children get this process's environment as is
         commands.append(command[3:])  # after: python -m agent.cli
         return 0
 
@@ -230,7 +232,7 @@ def test_a_tree_journal_kept_with_the_results_resumes_the_build_on_a_new_machine
     monkeypatch.setenv("HOPTREE_DATA_DIR", str(new_home))
     seen: list[set[str]] = []
 
-    def child(command: list[str]) -> int:
+    def child(command: list[str], env: Mapping[str, str] | None = None) -> int:
         if command[3:5] == ["tree", "build"]:
             journal = Path(command[command.index("--index") + 1]) / "tree" / "journal.jsonl"
             seen.append(set(BuildJournal(journal).summaries))
