@@ -248,6 +248,11 @@ class PlannerSettings(BaseModel):
     chain_answer: bool = Field(
         True, description="a resolved chain's short answer is its last hop's finding"
     )
+    # One-call RAG stays the fallback: the question is also searched as written (no LLM call),
+    # and a plan that does not resolve answers from those passages after its findings' own.
+    question_search: bool = Field(
+        True, description="search the question as written too; an open plan's answer reads it"
+    )
 
     _searchers_list = field_validator("searchers", mode="before")(comma_separated)
 

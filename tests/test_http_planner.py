@@ -38,7 +38,8 @@ def test_the_planners_trace_streams_over_sse(index) -> None:  # noqa: F811
         events = list(sse_events(r.iter_lines()))
     kinds = [name for name, _ in events]
     assert kinds[:2] == ["started", "decompose"] and kinds[-2:] == ["answer", "result"]
-    assert kinds.count("search") == 2 and kinds.count("verify") == 2
+    # two planned queries and the question itself, searched as written beside the first round
+    assert kinds.count("search") == 3 and kinds.count("verify") == 2
     result = events[-1][1]["data"]
     assert result["short_answer"] == "the Seine"
     assert [q["query"] for q in result["sub_queries"]][-1] == "river that flows through Paris"

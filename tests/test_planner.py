@@ -162,8 +162,10 @@ async def test_a_dependent_query_waits_for_the_answer_it_needs(index) -> None:
     chat = two_hop_chat()
     searcher = KeywordSearcher(index)
     result = await agent_with(chat, [searcher]).ask(QUESTION)
+    # the question itself is searched beside the first round (one-call RAG's retrieval)
     assert searcher.queries == [
         "city where the Eiffel Tower stands",
+        QUESTION,
         "river that flows through Paris",
     ]
     assert [(q.id, q.round, q.needs) for q in result.sub_queries] == [
@@ -255,7 +257,7 @@ async def test_an_unsupported_finding_is_not_followed(index) -> None:
     first = result.sub_queries[0]
     assert first.proposed == "Lyon" and not first.answered and first.summary == ""
     assert "Lyon" not in " ".join(searcher.queries)
-    assert searcher.queries[1] == "river of (city where the Eiffel Tower stands)"
+    assert searcher.queries[2] == "river of (city where the Eiffel Tower stands)"
     (verify_prompt,) = [text for route, text in chat.seen if route == "verify"]
     assert "- city where the Eiffel Tower stands -> NOT FOUND" in verify_prompt
     follow = result.sub_queries[2]
@@ -661,8 +663,9 @@ async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> No
     )
     searcher = KeywordSearcher(index)
     await agent_with(chat, [searcher]).ask("Who was the author of The Hobbit?")
-    # what is left after the echo is the query already asked: nothing new is searched
-    assert searcher.queries == ["Who wrote The Hobbit?"]
+    # what is left after the echo is the query already asked: nothing new is searched (the
+    # question itself was searched as written beside the first round)
+    assert searcher.queries == ["Who wrote The Hobbit?", "Who was the author of The Hobbit?"]
 
 
 def test_a_query_that_repeats_an_earlier_one_builds_on_its_answer() -> None:
@@ -860,3 +863,57 @@ async def test_a_chain_question_planned_as_one_query_keeps_the_wide_context(inde
     check = next(e for e in result.trace if e.kind == "answer").data["check"]
     assert check["plan_resolved"] is True  # its one query was answered ...
     assert len(result.sources) > 2  # ... but one query does not cover a chain question
+
+
+class ChargingSearcher(KeywordSearcher):
+    """Asks its meter for one LLM call per search (as a rewrite would), and records whether
+    the planner's budget allowed it."""
+
+    def __init__(self, index: TantivySparseIndex) -> None:
+        super().__init__(index, name="charging")
+        self.allowed: dict[str, bool] = {}
+
+    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+        from searchers.searcher import BudgetExceeded, BudgetMeter, SearchBudget
+
+        try:
+            BudgetMeter(SearchBudget(max_llm_calls=5)).charge()
+            self.allowed[query] = True
+        except BudgetExceeded:
+            self.allowed[query] = False
+        return await super().search(query, k=k)
+
+
+async def test_the_question_is_searched_as_written_with_no_llm_call(index) -> None:
+    """Beside the plan, the question itself goes to every searcher with an allowance of no
+    LLM call: its as-written retrieval is one-call RAG's, and costs nothing of the budget."""
+    chat = two_hop_chat()
+    searcher = ChargingSearcher(index)
+    result = await agent_with(chat, [searcher]).ask(QUESTION)
+    assert searcher.allowed == {
+        "city where the Eiffel Tower stands": True,
+        QUESTION: False,
+        "river that flows through Paris": True,
+    }
+    assert QUESTION not in [q.query for q in result.sub_queries]  # no finding is asked of it
+
+
+async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> None:
+    """The plan asked about the wrong thing and found nothing: the answer reads what the
+    question itself retrieved, as one-call RAG would."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["decompose"] = reply(queries=["length of the river Danube"])
+    chat.routes["summarize"] = lambda m: finding(user_text(m))
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
+        "Which river flows through Paris?"
+    )
+    no_search = PlannerSettings(question_search=False)
+    agent = HoptreeAgent(
+        chat, {"keywords": KeywordSearcher(index)}, planner=no_search,
+        budgets=BudgetSettings(max_rounds=1), llm_timeout_s=5,
+    )  # fmt: skip
+    without = await agent.ask("Which river flows through Paris?")
+    planned_hits = {h.id for h in index.retrieve("length of the river Danube", 10)}
+    assert {s["id"] for s in without.sources} <= planned_hits  # only what the plan found
+    question_top = [h.id for h in index.retrieve("Which river flows through Paris?", 2)]
+    assert [s["id"] for s in result.sources][:2] == question_top

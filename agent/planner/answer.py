@@ -24,13 +24,15 @@ from agent.checks.citations import (
 )
 from agent.checks.comparison import resolve
 from agent.checks.evidence import Finding, select_evidence
-from agent.planner.queries import active_queries, unanswered_queries
+from agent.planner.queries import QUESTION_SEARCH_ID, active_queries, unanswered_queries
 from agent.planner.state import (
     PlannerRun,
     PlannerState,
 )
 from agent.planner.trace import emit
-from searchers.passages import focus_text
+from searchers.fusion import fuse_results
+from searchers.passages import Hit, focus_text
+from searchers.searcher import SearchResult
 from searchers.structured_calls import ask
 from searchers.verification import contains_span
 
@@ -83,19 +85,41 @@ def _whole(state: PlannerState) -> bool:
     return state.get("shape") == "single" or len(active_queries(state)) >= 2
 
 
-def _answer_sources(state: PlannerState, limit: int, *, narrow: bool) -> list[dict[str, Any]]:
+def _question_hits(state: PlannerState, k: int) -> list[Hit]:
+    """The question's own as-written retrieval (``queries.question_sends``), fused: one-call
+    RAG's passages."""
+    records = [
+        SearchResult.from_json(r)
+        for key, r in (state.get("searches") or {}).items()
+        if key.split("|", 1)[0] == QUESTION_SEARCH_ID
+    ]
+    return fuse_results(records, k=k) if records else []
+
+
+def _answer_sources(
+    state: PlannerState, limit: int, *, narrow: bool, k: int
+) -> list[dict[str, Any]]:
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
-    it). Otherwise everything found, ranked as one-call RAG would rank it plus the names the
-    findings revealed."""
-    passages = state.get("passages", {})
+    it). An open plan falls back on one-call RAG: the findings' own passages first, then the
+    question's as-written retrieval in its order, then whatever else was found, ranked by the
+    question's and the findings' names."""
+    passages = dict(state.get("passages", {}))
     ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
     findings = supported_findings(state)
     if narrow and findings:
         first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
         limit = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
-    ids = select_evidence(state["question"], findings, ranked, passages, limit)
+        ids = select_evidence(state["question"], findings, ranked, passages, limit)
+        return [passages[pid] for pid in ids]
+    question_hits = _question_hits(state, k)
+    for hit in question_hits:
+        passages.setdefault(hit.id, hit.to_json())
+    own = [f.sources[0] for f in findings if f.sources and f.sources[0] in passages]
+    lead = list(dict.fromkeys([*own, *(h.id for h in question_hits)]))[:limit]
+    rest = select_evidence(state["question"], findings, ranked, passages, limit)
+    ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
 
 
@@ -127,7 +151,10 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     started = time.monotonic()
     plan_resolved = cfg.summarize and resolved(state)
     sources = _answer_sources(
-        state, cfg.answer_sources, narrow=plan_resolved and cfg.narrow_resolved and _whole(state)
+        state,
+        cfg.answer_sources,
+        narrow=plan_resolved and cfg.narrow_resolved and _whole(state),
+        k=cfg.k,
     )
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation

@@ -17,6 +17,7 @@ from agent.planner.queries import (
     conversation_text,
     on_topic,
     plan_sub_queries,
+    question_sends,
     sends,
     spelled_out,
 )
@@ -24,6 +25,7 @@ from agent.planner.shapes import Shape, plan_examples, question_shape
 from agent.planner.state import (
     PlannerRun,
     PlannerState,
+    query_key,
 )
 from agent.planner.trace import emit, sub_report
 from searchers.searcher import BudgetExceeded
@@ -117,4 +119,10 @@ async def decompose(
         "waiting": [q["id"] for q in waiting],
         "errors": errors,
     }
-    return Command(goto=sends(ready, run) or "answer", update=update)
+    planned_question = [q["key"] for q in ready + waiting] == [query_key(question)]
+    extra = (
+        question_sends(question, run)
+        if run.planner.question_search and ready and not planned_question
+        else []
+    )
+    return Command(goto=[*sends(ready, run), *extra] or "answer", update=update)

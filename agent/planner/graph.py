@@ -46,7 +46,7 @@ from agent.planner.state import (
 )
 from agent.planner.trace import emit
 from agent.planner.verify import HOP_EXTRA_ROUNDS, verify
-from searchers.searcher import SearchResult, outer_budget
+from searchers.searcher import BudgetMeter, SearchBudget, SearchResult, outer_budget
 
 
 async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
@@ -61,10 +61,14 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     error: str | None = None
     result: SearchResult | None = None
     charged = 0
+    allowance = task.get("max_llm_calls")
     if time_left <= 0:
         error = "skipped: the question's deadline is near"
     else:
-        with outer_budget(run.budget_meter) as scope:
+        meter = run.budget_meter
+        if allowance is not None:  # its own, smaller meter: nothing charged beyond it
+            meter = BudgetMeter(SearchBudget(allowance, time_left, run.llm_timeout_s))
+        with outer_budget(meter) as scope:
             try:
                 result = await asyncio.wait_for(
                     searcher.search(query, k=run.planner.k), timeout=time_left
@@ -77,7 +81,10 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     if result is None:
         result = SearchResult.failed(name, query, error or "no result", started)
     # a plugin that calls its model without a BudgetMeter is counted after the fact
-    run.budget_meter.llm_calls += max(0, result.llm_calls - charged)
+    # (a task with its own allowance was charged to its own meter: add what it spent)
+    run.budget_meter.llm_calls += (
+        max(0, result.llm_calls - charged) if allowance is None else result.llm_calls
+    )
     record: SearchEntry = {"sub_query_id": task["sub_query_id"], **result.to_json()}
     emit(runtime, "search", record, task["round"], result.ms)
     errors = [f"{name} on {query!r}: {result.error}"] if result.error else []

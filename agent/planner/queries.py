@@ -204,6 +204,27 @@ def drop_dangling(query: str, valid: set[int]) -> str:
     return REF.sub(lambda m: m.group(0) if int(m.group(1)) in valid else "", query)
 
 
+QUESTION_SEARCH_ID = "q0"
+
+
+def question_sends(question: str, run: PlannerRun) -> list[Send]:
+    """The question itself, searched as written by every searcher with no LLM call: one-call
+    RAG's retrieval, which an open plan's answer falls back on (``planner.answer``)."""
+    return [
+        Send(
+            search_node(name),
+            SearchTask(
+                sub_query_id=QUESTION_SEARCH_ID,
+                query=question,
+                searcher=name,
+                round=1,
+                max_llm_calls=0,
+            ),
+        )
+        for name in run.searchers
+    ]
+
+
 def sends(new: list[SubQuery], run: PlannerRun) -> list[Send]:
     return [
         Send(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
@@ -97,6 +97,9 @@ class SearchTask(TypedDict):
     query: str
     searcher: str
     round: int
+    # LLM calls this search may make; absent = what the question's meter allows. The question
+    # itself is searched with 0: its searchers' first, as-written retrieval, no rewrite.
+    max_llm_calls: NotRequired[int]
 
 
 def fresh_question(question: str, thread_id: str | None) -> PlannerState:
