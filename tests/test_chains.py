@@ -84,3 +84,14 @@ def test_a_date_ends_a_chain_only_when_the_question_asks_when() -> None:
     dated = [CHAIN[0], Hop("q2", ("q1",), None, "12 March 1923")]
     assert chain_end(dated, "When did the wife of Tom Arlen die?") == "12 March 1923"
     assert chain_end(dated, "Which league did the wife of Tom Arlen start?") is None
+
+
+def test_a_year_is_said_in_the_unit_the_question_asks() -> None:
+    from agent.checks.chains import in_asked_unit
+
+    assert in_asked_unit("1710", "What century did the author of A live in?") == "18th century"
+    assert in_asked_unit("3 May 1901", "In what century was B born?") == "20th century"
+    assert in_asked_unit("1987", "Which decade did C start?") == "1980s"
+    assert in_asked_unit("18th century", "What century did D live in?") == "18th century"
+    assert in_asked_unit("1710", "When did E die?") == "1710"
+    assert in_asked_unit("Paris", "What century is Paris from?") == "Paris"

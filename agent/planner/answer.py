@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import Hop, chain_end, last_hop, same_answer
+from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
 from agent.checks.citations import (
     SourceText,
     asks_yes_no,
@@ -209,6 +209,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     )
     if chained is not None and not same_answer(short, chained):
         short, grounded = chained, True
+    short = in_asked_unit(short, state["question"])
     # "A or B?" with a date or a number found for each: computed, not read
     comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
     if comparison is not None:
