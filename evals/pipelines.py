@@ -278,22 +278,29 @@ def _vanilla(kind: str) -> PipelineRun:
         started = time.monotonic()
         retriever = _retriever(ctx, corpus, kind)
         hits = await asyncio.to_thread(retriever.retrieve, q.question, ctx.k)
-
-        async def body() -> tuple[str, list[str], str | None]:
-            return await read_passages(ctx, q.question, hits)
-
-        (answer, contexts, error), usage = await with_usage(body)
-        return usage_output(
-            answer,
-            usage,
-            started,
-            contexts=contexts,
-            retrieved_titles=[h.title for h in hits],
-            retrieved_ids=[h.id for h in hits],
-            error=error,
-        )
+        return await _read_hits(ctx, q, hits, started)
 
     return run
+
+
+async def _read_hits(
+    ctx: EvalContext, q: EvalQuestion, hits: list[Hit], started: float
+) -> PipelineOutput:
+    """One-call RAG's reader over ``hits``: the output of vanilla RAG and of the oracle."""
+
+    async def body() -> tuple[str, list[str], str | None]:
+        return await read_passages(ctx, q.question, hits)
+
+    (answer, contexts, error), usage = await with_usage(body)
+    return usage_output(
+        answer,
+        usage,
+        started,
+        contexts=contexts,
+        retrieved_titles=[h.title for h in hits],
+        retrieved_ids=[h.id for h in hits],
+        error=error,
+    )
 
 
 def _single_searcher(name: str) -> PipelineRun:
@@ -339,20 +346,7 @@ async def _oracle(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> Pipeline
         return usage_output(
             "", StepUsage(), started, error="oracle: the question names no gold paragraph"
         )
-
-    async def body() -> tuple[str, list[str], str | None]:
-        return await read_passages(ctx, q.question, hits)
-
-    (answer, contexts, error), usage = await with_usage(body)
-    return usage_output(
-        answer,
-        usage,
-        started,
-        contexts=contexts,
-        retrieved_titles=[h.title for h in hits],
-        retrieved_ids=[h.id for h in hits],
-        error=error,
-    )
+    return await _read_hits(ctx, q, hits, started)
 
 
 # --------------------------------------------------------------------------- the planner

@@ -384,6 +384,8 @@ async def _prepare_open(
     sha256: str,
     index_progress: IndexProgress | None,
 ) -> Corpus:
+    if not spec.needs:  # closed book, the oracle: no retriever, so no index to build
+        return Corpus(name="none", retrievers={})
     index_dir = config.index
     if index_dir is None:
         index_dir = eval_index_dir(ctx.settings, sha256)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -539,3 +540,24 @@ async def test_concurrent_questions_keep_their_own_counts(
     # HyDE then the answer: two calls each, never another question's
     assert [r["llm_calls"] for r in details] == [2, 2, 2]
     assert [r["prompt_tokens"] for r in details] == [20, 20, 20]
+
+
+async def test_the_oracle_reads_the_gold_paragraphs_only(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """The ceiling pipeline: the same reader as vanilla RAG, shown exactly the question's
+    supporting paragraphs, whatever else its context held; no retriever is opened."""
+    chat = scripted_chat()
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="oracle", out=tmp_path / "run", limit=3),
+        context(eval_settings, chat, embeddings),
+    )
+    for row in rows(tmp_path / "run"):
+        assert row["retrieved_titles"] == row["supporting_titles"]
+        assert row["gold_recall"] == 1.0
+    shown = [text for route, text in chat.seen if route == "rag_answer"]
+    titles = [re.findall(r"^\[\d+\] ([^:]+):", text, re.MULTILINE) for text in shown]
+    assert sorted(map(sorted, titles)) == sorted(
+        sorted(r["supporting_titles"]) for r in rows(tmp_path / "run")
+    )
+    assert not (eval_settings.data_dir / "eval-indexes").exists()  # nothing was indexed
