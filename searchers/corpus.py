@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -42,6 +42,7 @@ from searchers.chunking import (
 )
 from searchers.jsonl import json_objects
 from searchers.passages import Passage
+from searchers.source_filter import SkippedSource, SourceFilterError, walk_folder
 
 CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "musique", "text"]
 FORMATS: tuple[str, ...] = get_args(CorpusFormat)
@@ -51,7 +52,8 @@ QA_FORMATS: tuple[str, ...] = ("hotpotqa", "flashrag", "musique")
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 JSON_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
-# A directory source is walked for these; anything else inside it is ignored, not guessed at.
+# A directory source is walked for these; anything else inside it is ignored, not guessed at
+# (and index directories, hidden and .hoptreeignore'd files are never read: source_filter).
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES
 MAX_DIRECTORY_FILES = 1_000_000
 _PEEK_LINES = 50
@@ -184,27 +186,38 @@ def detect_format(path: Path) -> str:
     return fmt
 
 
-def expand_sources(sources: Iterable[Path]) -> list[Path]:
-    """Files named on the command line, with directories walked (sorted, supported suffixes)."""
-    files: list[Path] = []
+@dataclass
+class SourceSelection:
+    """What ``select_sources`` found: the files to read, in order, and what the folders held
+    that is never read as a source (``searchers.source_filter``), for the caller to report."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[SkippedSource] = field(default_factory=list)
+
+
+def select_sources(sources: Iterable[Path]) -> SourceSelection:
+    """Files named on the command line as they are, and folders walked (sorted, supported
+    suffixes) without index directories, hidden files and folders, or what a ``.hoptreeignore``
+    excludes (``searchers.source_filter.walk_folder``)."""
+    selection = SourceSelection()
     for source in sources:
         if source.is_dir():
-            found: list[Path] = []
-            for root, dirs, names in os.walk(source):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found.extend(
-                    Path(root) / n
-                    for n in names
-                    if Path(n).suffix.lower() in SUPPORTED_SUFFIXES and not n.startswith(".")
-                )
-                if len(found) > MAX_DIRECTORY_FILES:
-                    raise CorpusError(f"{source}: more than {MAX_DIRECTORY_FILES} files")
-            files.extend(sorted(found))
+            try:
+                walk = walk_folder(source, SUPPORTED_SUFFIXES, max_files=MAX_DIRECTORY_FILES)
+            except SourceFilterError as exc:
+                raise CorpusError(str(exc)) from exc
+            selection.files.extend(walk.files)
+            selection.skipped.extend(walk.skipped)
         elif source.is_file():
-            files.append(source)
+            selection.files.append(source)
         else:
             raise CorpusError(f"{source}: no such file or directory")
-    return files
+    return selection
+
+
+def expand_sources(sources: Iterable[Path]) -> list[Path]:
+    """The files ``select_sources`` reads, without the report of what it skipped."""
+    return select_sources(sources).files
 
 
 # --------------------------------------------------------------------------- readers

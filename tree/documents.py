@@ -29,11 +29,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from searchers.corpus import QA_FORMATS, CorpusError, detect_format, read_qa_paragraphs
+from searchers.corpus import (
+    QA_FORMATS,
+    CorpusError,
+    SourceSelection,
+    detect_format,
+    read_qa_paragraphs,
+)
+from searchers.source_filter import SourceFilterError, walk_folder
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 DATA_SUFFIXES = (".json", ".jsonl")
-MAX_FILES = 100_000  # bound on directory expansion
+MAX_FILES = 100_000  # bound on directory expansion (more is an error)
 
 
 class DocumentError(ValueError):
@@ -217,22 +224,28 @@ def _text_document(path: Path) -> SourceDocument:
     )
 
 
-def expand_paths(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
+def select_paths(paths: Sequence[Path]) -> SourceSelection:
+    """Files as named, folders walked by the index's own rule (``searchers.source_filter``: no
+    index or tree directories, hidden files or ``.hoptreeignore``'d ones), with what was skipped."""
+    selection = SourceSelection()
     for path in paths:
         path = Path(path)
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + DATA_SUFFIXES
-            )
-            files.extend(found[:MAX_FILES])
+            try:
+                walk = walk_folder(path, TEXT_SUFFIXES + DATA_SUFFIXES, max_files=MAX_FILES)
+            except SourceFilterError as exc:
+                raise DocumentError(str(exc)) from exc
+            selection.files.extend(walk.files)
+            selection.skipped.extend(walk.skipped)
         elif path.is_file():
-            files.append(path)
+            selection.files.append(path)
         else:
             raise DocumentError(f"no such file or directory: {path}")
-    return files
+    return selection
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    return select_paths(paths).files
 
 
 def read_documents(paths: Sequence[Path], only: Sequence[str] = ()) -> list[SourceDocument]:
