@@ -202,9 +202,11 @@ def usage_output(
 
 
 async def read_passages(
-    ctx: EvalContext, question: str, hits: Sequence[Hit]
+    ctx: EvalContext, question: str, hits: Sequence[Hit], chars: int | None = None
 ) -> tuple[str, list[str], str | None]:
-    """The vanilla-RAG generator: (short answer, contexts shown, error)."""
+    """The vanilla-RAG generator: (short answer, contexts shown, error). Each passage is
+    trimmed to ``chars`` (default: ``ctx.chars``) around the question."""
+    chars = chars or ctx.chars
     meter = BudgetMeter(
         SearchBudget(
             max_llm_calls=1,
@@ -218,12 +220,12 @@ async def read_passages(
         prompts.render(
             "rag_answer",
             question=question,
-            passages=numbered_passages(list(hits), max_chars=ctx.chars, query=question),
+            passages=numbered_passages(list(hits), max_chars=chars, query=question),
         ),
         meter=meter,
         step="rag_answer",
     )
-    contexts = [shown_text(hit, ctx.chars, question) for hit in hits]
+    contexts = [shown_text(hit, chars, question) for hit in hits]
     if reply.value is None:
         return "", contexts, reply.error or "rag_answer: no reply"
     return " ".join(reply.value.answer.split()), contexts, None
@@ -284,12 +286,12 @@ def _vanilla(kind: str) -> PipelineRun:
 
 
 async def _read_hits(
-    ctx: EvalContext, q: EvalQuestion, hits: list[Hit], started: float
+    ctx: EvalContext, q: EvalQuestion, hits: list[Hit], started: float, chars: int | None = None
 ) -> PipelineOutput:
     """One-call RAG's reader over ``hits``: the output of vanilla RAG and of the oracle."""
 
     async def body() -> tuple[str, list[str], str | None]:
-        return await read_passages(ctx, q.question, hits)
+        return await read_passages(ctx, q.question, hits, chars)
 
     (answer, contexts, error), usage = await with_usage(body)
     return usage_output(
@@ -333,10 +335,10 @@ def _single_searcher(name: str) -> PipelineRun:
 
 
 async def _oracle(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
-    """The ceiling: the reader of one-call RAG (same prompt, same trim, at most ``k`` passages)
-    given the question's gold paragraphs only, in the order of its gold hops where the dataset
-    names them. No retrieval runs; what separates a pipeline from this row is what it found
-    and what distractors it put beside it."""
+    """The ceiling: the reader of one-call RAG (same prompt, at most ``k`` passages, the same
+    characters in all) given the question's gold paragraphs only, in the order of its gold hops
+    where the dataset names them. No retrieval runs; what separates a pipeline from this row
+    is what it found and what distractors it put beside it."""
     started = time.monotonic()
     texts = dict(zip(q.passage_ids(), q.paragraphs, strict=True))
     order = [hop.passage_id for hop in q.gold_hops] + list(q.supporting_ids)
@@ -346,7 +348,11 @@ async def _oracle(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> Pipeline
         return usage_output(
             "", StepUsage(), started, error="oracle: the question names no gold paragraph"
         )
-    return await _read_hits(ctx, q, hits, started)
+    # the same budget of text as one-call RAG's k passages, shared by the gold ones: trimmed to
+    # 350 characters around the question each, a second hop's paragraph lost its answer (the
+    # question never names the bridge entity), and on 2Wiki the "ceiling" scored below BM25
+    chars = max(ctx.chars, ctx.chars * ctx.k // len(hits))
+    return await _read_hits(ctx, q, hits, started, chars)
 
 
 # --------------------------------------------------------------------------- the planner

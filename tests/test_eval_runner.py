@@ -561,3 +561,29 @@ async def test_the_oracle_reads_the_gold_paragraphs_only(
         sorted(r["supporting_titles"]) for r in rows(tmp_path / "run")
     )
     assert not (eval_settings.data_dir / "eval-indexes").exists()  # nothing was indexed
+
+
+async def test_the_oracle_shares_one_call_rags_characters_among_the_gold_paragraphs(
+    eval_settings: Settings, embeddings: Any
+) -> None:
+    from evals.corpora import Corpus
+    from evals.datasets import EvalQuestion
+    from evals.pipelines import PIPELINES
+    from searchers.corpus import paragraph_id
+
+    long_text = " ".join(
+        f"Sentence {i} of a long paragraph about the river Arlen." for i in range(40)
+    )
+    question = EvalQuestion(
+        id="q", question="Which river is it?", answers=["Arlen"],
+        supporting_titles=["A", "B"], paragraphs=[("A", long_text), ("B", long_text), ("C", "x")],
+        supporting_ids=[paragraph_id("A"), paragraph_id("B")], type="bridge",
+    )  # fmt: skip
+    chat = scripted_chat()
+    ctx = context(eval_settings, chat, embeddings)
+    await PIPELINES["oracle"].run(ctx, Corpus(name="none", retrievers={}), question)
+    [prompt] = [text for route, text in chat.seen if route == "rag_answer"]
+    lines = re.findall(r"^\[\d+\] (.*)$", prompt, re.MULTILINE)
+    assert len(lines) == 2  # the gold paragraphs only
+    # 5 passages of 350 characters for one-call RAG: 875 for each of two gold paragraphs
+    assert all(350 < len(line) <= 875 + 10 for line in lines), [len(x) for x in lines]
