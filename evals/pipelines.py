@@ -358,6 +358,11 @@ async def _oracle(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> Pipeline
 # --------------------------------------------------------------------------- the planner
 
 
+def planner_passage_ids(result: AskResult) -> list[str]:
+    """Every fused passage of every atomic query, once, in query order."""
+    return list(dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids))
+
+
 def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[str], list[str]]:
     """(contexts the answer step saw, titles retrieved) from a planner result: every non-empty
     summary plus the sources the answer step was shown (``AskResult.sources``), trimmed to
@@ -375,7 +380,7 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
     ]
     titles = [
         str(passages[pid].get("title", ""))
-        for pid in dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids)
+        for pid in planner_passage_ids(result)
         if pid in passages
     ]
     return contexts, titles
@@ -431,9 +436,7 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
             seconds=time.monotonic() - started,
             warnings=list(result.errors),
             planner=planner_record(result),
-            retrieved_ids=list(
-                dict.fromkeys(p for sub in result.sub_queries for p in sub.passage_ids)
-            ),
+            retrieved_ids=planner_passage_ids(result),
             query_passage_ids=[list(sub.passage_ids) for sub in result.sub_queries],
         )
 
