@@ -248,6 +248,7 @@ class HoptreeAgent:
             citation_check=dict(state.get("citation_check") or {}),
             degraded=bool(reasons),
             degraded_reasons=reasons,
+            usage_by_step=run.tracker.by_step_json(),
         )
 
 

@@ -111,6 +111,9 @@ class AskResult:
     # the answer is what could be found with less (``degraded_reasons`` say what)
     degraded: bool = False
     degraded_reasons: list[str] = field(default_factory=list)
+    # per planner step (decompose, summarize, verify, answer...): calls, tokens, and the
+    # server's prompt and decode milliseconds where it reports them; the profile of a question
+    usage_by_step: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -134,6 +137,7 @@ class AskResult:
             "citation_check": self.citation_check,
             "degraded": self.degraded,
             "degraded_reasons": self.degraded_reasons,
+            "usage_by_step": self.usage_by_step,
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]

@@ -79,6 +79,20 @@ class LLMSettings(BaseModel):
     local_ctx: int = Field(8192, ge=512, le=131072, description="context window, all slots")
     local_threads: int = Field(0, ge=0, description="0 = every core")
     local_parallel: int = Field(1, ge=1, le=16, description="concurrent decoding slots")
+    local_speculative: Literal["off", "ngram", "draft", "ngram+draft"] = Field(
+        "off",
+        description="speculative decoding on the embedded server: 'ngram' drafts from n-grams "
+        "already in the prompt and reply (free; pays when the reply copies the passages), 'draft' "
+        "from the 0.5B model (hoptree[small-model]; costs its own prompt reading on the same "
+        "cores). Greedy outputs are the same either way; the README's model section has the "
+        "measurements that chose the default",
+    )
+    local_cache_reuse: int = Field(
+        0,
+        ge=0,
+        description="reuse cached prompt chunks of at least this many tokens by shifting them "
+        "(llama.cpp n_cache_reuse); 0 = only the common prefix is reused",
+    )
     startup_timeout_s: float = Field(180.0, gt=0)
 
     @property

@@ -73,6 +73,12 @@ class PipelineOutput:
     completion_tokens: int = 0
     llm_cache_hits: int = 0  # calls served from the LLM cache (counted in llm_calls)
     cache_hit_prompt_tokens: int = 0  # what those calls cost when first made
+    # the server's clock where it reports one: prompt tokens it reused from its prefix cache,
+    # and milliseconds reading prompts and decoding replies (per planner step in ``steps``)
+    cached_prompt_tokens: int = 0
+    prompt_ms: float = 0.0
+    decode_ms: float = 0.0
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None  # the question failed: no prediction
     warnings: list[str] = field(default_factory=list)  # degraded, still answered
@@ -196,6 +202,9 @@ def usage_output(
         completion_tokens=usage.completion_tokens,
         llm_cache_hits=usage.cache_hits,
         cache_hit_prompt_tokens=usage.cache_hit_prompt_tokens,
+        cached_prompt_tokens=usage.cached_prompt_tokens,
+        prompt_ms=usage.prompt_ms,
+        decode_ms=usage.decode_ms,
         seconds=time.monotonic() - started,
         **fields,
     )
@@ -433,6 +442,12 @@ def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
             completion_tokens=result.completion_tokens,
             llm_cache_hits=result.llm_cache_hits,
             cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
+            cached_prompt_tokens=sum(
+                int(s.get("cached_prompt_tokens", 0)) for s in result.usage_by_step.values()
+            ),
+            prompt_ms=sum(float(s.get("prompt_ms", 0.0)) for s in result.usage_by_step.values()),
+            decode_ms=sum(float(s.get("decode_ms", 0.0)) for s in result.usage_by_step.values()),
+            steps=result.usage_by_step,
             seconds=time.monotonic() - started,
             warnings=list(result.errors),
             planner=planner_record(result),

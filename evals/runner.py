@@ -230,6 +230,14 @@ def run_fields(output: Any) -> dict[str, Any]:
     """The end of every details row, whatever the dataset: what the question cost, what went
     wrong, the planner's record if a planner ran, and which code made the row."""
     planner = {"planner": output.planner} if output.planner is not None else {}
+    # the server's clock, when it kept one (llama.cpp does; OpenAI does not)
+    server = {
+        "cached_prompt_tokens": getattr(output, "cached_prompt_tokens", 0),
+        "prompt_ms": round(getattr(output, "prompt_ms", 0.0), 1),
+        "decode_ms": round(getattr(output, "decode_ms", 0.0), 1),
+    }
+    server = {k: v for k, v in server.items() if v}
+    steps = getattr(output, "steps", None)
     return {
         "llm_calls": output.llm_calls,
         "prompt_tokens": output.prompt_tokens,
@@ -237,6 +245,8 @@ def run_fields(output: Any) -> dict[str, Any]:
         "llm_cache_hits": output.llm_cache_hits,
         "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
         "seconds": round(output.seconds, 3),
+        **server,
+        **({"steps": steps} if steps else {}),
         "error": output.error,
         "warnings": output.warnings,
         **planner,

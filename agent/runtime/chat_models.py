@@ -14,11 +14,13 @@ from typing import Any
 
 from langchain_core.caches import BaseCache
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
 from agent.runtime.gguf_assembly import LOCAL_MODELS, ProgressFn, assemble
 from agent.runtime.llama_server import LlamaServer
+from agent.runtime.usage import SERVER_TIMINGS_KEY
 from agent.settings import Settings
 
 LOCAL_API_KEY = "hoptree-local"  # the loopback server checks no key, but the client wants one
@@ -51,6 +53,23 @@ class HoptreeChatOpenAI(ChatOpenAI):
         params.pop("stream", None)  # streamed or not, the completion is the same
         params["model_identity"] = self.cache_identity or self.model_name
         return json.dumps(params, sort_keys=True, default=_stable_json)
+
+    def _create_chat_result(
+        self, response: dict[str, Any] | Any, generation_info: dict[str, Any] | None = None
+    ) -> ChatResult:
+        """The stock result drops fields OpenAI does not send; llama.cpp's ``timings`` (prompt
+        and decode milliseconds, draft tokens tried and accepted) is what says where a call's
+        seconds went, so it rides along in each message's ``response_metadata``."""
+        result = super()._create_chat_result(response, generation_info)
+        timings = (
+            response.get("timings")
+            if isinstance(response, dict)
+            else getattr(response, "model_extra", None) and response.model_extra.get("timings")
+        )
+        if isinstance(timings, dict):
+            for generation in result.generations:
+                generation.message.response_metadata[SERVER_TIMINGS_KEY] = dict(timings)
+        return result
 
 
 @dataclass
@@ -122,6 +141,9 @@ def build_chat_model(
         return ChatModelHandle(model=model, label=llm.model, endpoint=llm.base_url, embedded=False)
 
     label, gguf = resolve_local_gguf(settings, progress)
+    draft = None
+    if "draft" in llm.local_speculative:
+        draft = assemble(LOCAL_MODELS["qwen2.5-coder-0.5b"], settings.models_dir, progress)
     server = LlamaServer(
         gguf,
         alias=label,
@@ -129,6 +151,9 @@ def build_chat_model(
         threads=llm.local_threads,
         parallel=llm.local_parallel,
         startup_timeout_s=llm.startup_timeout_s,
+        speculative=llm.local_speculative,
+        draft_gguf=draft,
+        cache_reuse=llm.local_cache_reuse,
     ).start()
     if on_server_start is not None:
         on_server_start(server)
@@ -151,5 +176,10 @@ def build_chat_model(
         endpoint=server.base_url,
         embedded=True,
         server=server,
-        details={"gguf": str(gguf), "load_seconds": server.load_seconds, "n_ctx": llm.local_ctx},
+        details={
+            "gguf": str(gguf),
+            "load_seconds": server.load_seconds,
+            "n_ctx": llm.local_ctx,
+            "speculative": llm.local_speculative,
+        },
     )

@@ -52,13 +52,21 @@ class LlamaServer:
         threads: int = 0,
         parallel: int = 1,
         startup_timeout_s: float = 180.0,
+        speculative: str = "off",
+        draft_gguf: Path | None = None,
+        cache_reuse: int = 0,
     ) -> None:
+        if "draft" in speculative and draft_gguf is None:
+            raise LocalServerError(f"speculative={speculative!r} needs a draft model GGUF")
         self.gguf = gguf
         self.alias = alias
         self.n_ctx = n_ctx
         self.threads = threads or os.cpu_count() or 1
         self.parallel = parallel
         self.startup_timeout_s = startup_timeout_s
+        self.speculative = speculative
+        self.draft_gguf = draft_gguf
+        self.cache_reuse = cache_reuse
         self.port: int | None = None
         self.load_seconds: float | None = None
         self._server: Any = None
@@ -90,6 +98,8 @@ class LlamaServer:
             params.hostnames = ["127.0.0.1"]
             params.model_alias = {self.alias}
             params.verbosity = -1  # llama.cpp logs go nowhere; our trace says what matters
+            params.n_cache_reuse = self.cache_reuse
+            self._speculate(params, xllamacpp)
             started = time.monotonic()
             last_error: Exception | None = None
             for _attempt in range(3):  # the free port can be taken between probe and bind
@@ -112,6 +122,23 @@ class LlamaServer:
             self.load_seconds = time.monotonic() - started
             atexit.register(self.close)
             return self
+
+    def _speculate(self, params: Any, xllamacpp: Any) -> None:
+        """Speculative decoding: drafts from n-grams already in the context (no model, no
+        cost when they miss) and/or from a small model sharing the tokenizer. The target model
+        checks every drafted token, so a greedy reply is the one it would write alone."""
+        kinds = xllamacpp.common_speculative_type
+        types = []
+        if "ngram" in self.speculative:
+            types.append(kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE)
+        if "draft" in self.speculative and self.draft_gguf is not None:
+            check_gguf(self.draft_gguf)
+            params.speculative.draft.mparams.path = str(self.draft_gguf)
+            params.speculative.draft.cpuparams.n_threads = self.threads
+            params.speculative.draft.cpuparams_batch.n_threads = self.threads
+            types.append(kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE)
+        if types:
+            params.speculative.types = types
 
     def _wait_healthy(self, started: float) -> None:
         url = f"http://127.0.0.1:{self.port}/health"

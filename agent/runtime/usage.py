@@ -18,6 +18,8 @@ from langchain_core.outputs import LLMResult
 from agent.runtime.llm_cache import CACHE_HIT_FLAG
 
 STEP_KEY = "hoptree_step"
+# where the chat model leaves the server's per-call timings in a reply's ``response_metadata``
+SERVER_TIMINGS_KEY = "server_timings"
 UNNAMED_STEP = "other"
 
 
@@ -33,6 +35,14 @@ class StepUsage:
     cache_hit_prompt_tokens: int = 0
     cache_hit_completion_tokens: int = 0
     errors: int = 0
+    # the server's own clock, where it reports one (llama.cpp's ``timings``): milliseconds spent
+    # reading the prompt and writing the reply, and the speculative drafts it tried and kept.
+    # Prompt reading and decoding cost different physics (compute against memory bandwidth),
+    # so a profile that lumps them cannot say which change pays.
+    prompt_ms: float = 0.0
+    decode_ms: float = 0.0
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
     def add(self, other: StepUsage) -> None:
         for name, value in asdict(other).items():
@@ -85,7 +95,13 @@ class UsageTracker(BaseCallbackHandler):
                 usage.prompt_tokens += int(meta.get("input_tokens", 0))
                 usage.completion_tokens += int(meta.get("output_tokens", 0))
                 details = meta.get("input_token_details") or {}
-                usage.cached_prompt_tokens += int(details.get("cache_read", 0) or 0)
+                timings = message.response_metadata.get(SERVER_TIMINGS_KEY) or {}
+                cached = details.get("cache_read") or timings.get("cache_n") or 0
+                usage.cached_prompt_tokens += int(cached)
+                usage.prompt_ms += float(timings.get("prompt_ms") or 0.0)
+                usage.decode_ms += float(timings.get("predicted_ms") or 0.0)
+                usage.draft_tokens += int(timings.get("draft_n") or 0)
+                usage.draft_accepted += int(timings.get("draft_n_accepted") or 0)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A failed call counts in ``errors`` (``calls`` are the calls that returned; together
@@ -105,6 +121,16 @@ class UsageTracker(BaseCallbackHandler):
     def by_step(self) -> dict[str, StepUsage]:
         with self._lock:
             return {name: StepUsage(**asdict(u)) for name, u in self._steps.items()}
+
+    def by_step_json(self) -> dict[str, dict[str, float | int]]:
+        """Per step, the counters that are not zero (rows and traces stay small)."""
+
+        def compact(usage: StepUsage) -> dict[str, float | int]:
+            return {
+                k: round(v, 1) if isinstance(v, float) else v for k, v in asdict(usage).items() if v
+            }
+
+        return {name: compact(u) for name, u in sorted(self.by_step().items())}
 
     def total(self) -> StepUsage:
         total = StepUsage()

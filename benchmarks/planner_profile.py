@@ -1,0 +1,232 @@
+"""Where a planner question's seconds go, and what each embedded-model knob buys.
+
+Runs pipelines (default ``full`` and ``hybrid``) over the same questions under several
+configurations of the embedded model (environment overrides, e.g. speculative decoding on or
+off), with the LLM cache off, and reports per configuration and per planner step: calls, prompt
+tokens (and how many the server reused from its prefix cache), completion tokens, the server's
+prompt-reading and decoding milliseconds, drafted and accepted tokens, and the end-to-end median
+seconds. Against the first configuration it reports the time ratio, the F1 difference and the
+share of identical short answers (speculation checks every drafted token, so greedy answers
+should not move).
+
+Configurations run interleaved in chunks (A on questions 1-5, B on 1-5, A on 6-10, ...), so a
+machine that gets busier halfway slows every configuration alike and the ratio holds. Every
+chunk is an ``hoptree eval run`` into a resumable directory, one model process at a time::
+
+    python benchmarks/planner_profile.py --limit 30 \\
+        --config base: --config ngram:HOPTREE_LLM__LOCAL_SPECULATIVE=ngram
+
+Rerunning the same command resumes; ``--report-only`` rewrites the tables from the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "hotpotqa" / "dev_hard_300_a.jsonl"
+DEFAULT_WORK = ROOT / ".cache" / "planner-profile"
+DEFAULT_OUT = HERE / "results" / "planner-profile"
+STEP_FIELDS = (
+    "calls",
+    "prompt_tokens",
+    "cached_prompt_tokens",
+    "completion_tokens",
+    "prompt_ms",
+    "decode_ms",
+    "draft_tokens",
+    "draft_accepted",
+)
+
+
+def parse_config(text: str) -> tuple[str, dict[str, str]]:
+    """``name:KEY=VALUE,KEY=VALUE`` (``name:`` alone = today's defaults)."""
+    name, _, rest = text.partition(":")
+    if not name:
+        raise argparse.ArgumentTypeError(f"config {text!r}: name:KEY=VALUE,... expected")
+    env: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"config {text!r}: {item!r} is not KEY=VALUE")
+        env[key.strip()] = value.strip()
+    return name, env
+
+
+def run_chunk(
+    work: Path, dataset: Path, pipeline: str, name: str, env: dict[str, str], limit: int
+) -> None:
+    out = work / name / pipeline
+    cmd = [
+        sys.executable,
+        "-m",
+        "agent.cli.main",
+        "eval",
+        "run",
+        "--dataset",
+        str(dataset),
+        "--pipeline",
+        pipeline,
+        "--out",
+        str(out),
+        "--limit",
+        str(limit),
+    ]
+    full_env = {**os.environ, "HOPTREE_LLM__CACHE": "false", **env}
+    print(f"[profile] {name} {pipeline} up to question {limit}", flush=True)
+    subprocess.run(cmd, env=full_env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    steps: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        row_steps = row.get("steps") or {
+            "all": {k: row.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
+            | {"calls": row.get("llm_calls", 0)}
+            | {k: row.get(k, 0) for k in ("cached_prompt_tokens", "prompt_ms", "decode_ms")}
+        }
+        for step, usage in row_steps.items():
+            for field in STEP_FIELDS:
+                steps[step][field].append(float(usage.get(field, 0)))
+    n = len(rows)
+    return {
+        "questions": n,
+        "median_seconds": round(median([r["seconds"] for r in rows]), 1),
+        "mean_f1": round(100 * sum(r["f1"] for r in rows) / n, 1) if n else 0.0,
+        "median_calls": median([r.get("llm_calls", 0) for r in rows]),
+        "median_prompt_tokens": median([r.get("prompt_tokens", 0) for r in rows]),
+        "median_completion_tokens": median([r.get("completion_tokens", 0) for r in rows]),
+        "median_prompt_s": round(median([r.get("prompt_ms", 0) / 1000 for r in rows]), 1),
+        "median_decode_s": round(median([r.get("decode_ms", 0) / 1000 for r in rows]), 1),
+        # per step: the mean over questions of each counter (a step absent from a question is 0)
+        "steps": {
+            step: {field: round(sum(v) / n, 1) for field, v in fields.items()}
+            for step, fields in sorted(steps.items())
+        },
+    }
+
+
+def compare(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, Any]:
+    by_id = {r["id"]: r for r in base}
+    pairs = [(by_id[r["id"]], r) for r in other if r["id"] in by_id]
+    if not pairs:
+        return {}
+    ratios = [a["seconds"] / b["seconds"] for a, b in pairs if b["seconds"] > 0]
+    same = sum(
+        " ".join(a["prediction"].lower().split()) == " ".join(b["prediction"].lower().split())
+        for a, b in pairs
+    )
+    return {
+        "paired": len(pairs),
+        "median_speedup": round(median(ratios), 2),
+        "total_speedup": round(
+            sum(a["seconds"] for a, _ in pairs) / max(1e-9, sum(b["seconds"] for _, b in pairs)),
+            2,
+        ),
+        "f1_diff": round(100 * sum(b["f1"] - a["f1"] for a, b in pairs) / len(pairs), 1),
+        "identical_answers": round(same / len(pairs), 3),
+    }
+
+
+def report(work: Path, configs: list[tuple[str, dict[str, str]]], pipelines: list[str]) -> dict:
+    result: dict[str, Any] = {"configs": {n: e for n, e in configs}, "pipelines": {}}
+    for pipeline in pipelines:
+        rows = {n: read_rows(work / n / pipeline / "details.jsonl") for n, _ in configs}
+        base_name = configs[0][0]
+        result["pipelines"][pipeline] = {
+            name: {**summarize(r), "vs_" + base_name: compare(rows[base_name], r)}
+            for name, r in rows.items()
+        }
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Planner profile", ""]
+    for name, env in result["configs"].items():
+        knobs = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "defaults"
+        lines.append(f"- **{name}**: {knobs}")
+    for pipeline, by_config in result["pipelines"].items():
+        lines += [
+            "",
+            f"## {pipeline}",
+            "",
+            "| config | n | median s | speedup (median, total) | F1 | ΔF1 | same answer "
+            "| calls | prompt tok | completion tok | prompt s | decode s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, s in by_config.items():
+            vs = next((v for k, v in s.items() if k.startswith("vs_")), {}) or {}
+            lines.append(
+                f"| {name} | {s['questions']} | {s['median_seconds']} | "
+                f"{vs.get('median_speedup', '')}× / {vs.get('total_speedup', '')}× | "
+                f"{s['mean_f1']} | {vs.get('f1_diff', '')} | "
+                f"{100 * vs.get('identical_answers', 0):.0f}% | {s['median_calls']:g} | "
+                f"{s['median_prompt_tokens']:g} | {s['median_completion_tokens']:g} | "
+                f"{s['median_prompt_s']} | {s['median_decode_s']} |"
+            )
+        for name, s in by_config.items():
+            lines += [
+                "",
+                f"### {pipeline} / {name}: mean per question, by step",
+                "",
+                "| step | " + " | ".join(STEP_FIELDS) + " |",
+                "|---|" + "---|" * len(STEP_FIELDS),
+            ]
+            for step, fields in s["steps"].items():
+                cells = " | ".join(f"{fields.get(f, 0):g}" for f in STEP_FIELDS)
+                lines.append(f"| {step} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--limit", type=int, default=30)
+    parser.add_argument("--chunk", type=int, default=5, help="questions per interleaved chunk")
+    parser.add_argument("--pipeline", action="append", help="default: full and hybrid")
+    parser.add_argument(
+        "--config", action="append", type=parse_config, help="name:KEY=VALUE,... (repeatable)"
+    )
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="resumable run dirs")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes .json and .md")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    configs = args.config or [("base", {})]
+    pipelines = args.pipeline or ["full", "hybrid"]
+    if not args.dataset.is_file():
+        print(f"no dataset at {args.dataset}", file=sys.stderr)
+        return 2
+    if not args.report_only:
+        for upto in range(args.chunk, args.limit + args.chunk, args.chunk):
+            for pipeline in pipelines:
+                for name, env in configs:
+                    run_chunk(args.work, args.dataset, pipeline, name, env, min(upto, args.limit))
+    result = report(args.work, configs, pipelines)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
