@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -265,10 +264,6 @@ def planner_search_context(settings: Settings, context: SearcherContext) -> Sear
     )
     budget = replace(context.budget, max_llm_calls=cfg.search_max_llm_calls)
     return replace(context, options=options, budget=budget)
-
-
-def new_thread_id() -> str:
-    return uuid.uuid4().hex
 
 
 @contextlib.asynccontextmanager

@@ -550,15 +550,3 @@ def _as_sources(tree: Tree) -> list[SourceDocument]:
     return [
         SourceDocument(id=d.id, title=d.title, text="", source=d.source) for d in tree.documents
     ]
-
-
-def build_tree(
-    chat: BaseChatModel,
-    embeddings: Embeddings,
-    documents: Sequence[SourceDocument],
-    config: TreeConfig | None = None,
-    **options: Any,
-) -> Tree:
-    """Synchronous convenience wrapper around ``TreeBuilder(...).build``."""
-    builder = TreeBuilder(chat, embeddings, config, **options)
-    return asyncio.run(builder.build(documents))

@@ -139,9 +139,3 @@ def make_embeddings(cfg: EmbeddingSettings, models_dir: Path) -> Embeddings:
         )
     except OnnxExportError as exc:
         raise EmbeddingModelError(str(exc)) from exc
-
-
-def embedding_backend(embeddings: Embeddings) -> str | None:
-    """The backend an ``Embeddings`` object runs on, when it says (test doubles do not)."""
-    backend = getattr(embeddings, "backend", None)
-    return backend if isinstance(backend, str) else None
