@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from searchers.chunking import normalize_space
 from searchers.corpus import CorpusError, musique_paragraphs, paragraph_id, paragraph_text_id
 from searchers.jsonl import json_objects
+from searchers.text import normalize_space
 
 # ``quality`` (multiple choice over long articles) is read by ``evals.quality.data`` and run by
 # ``evals.quality.runner``; it is detected here so every command names the format alike.

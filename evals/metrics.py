@@ -24,35 +24,24 @@ a/an/the, collapse whitespace. Per question scores are in [0, 1]; with several g
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from evals.datasets import GoldHop
+from searchers.text import normalize_answer_official
 
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 # Answers the official F1 refuses partial credit for.
 SPECIAL_ANSWERS = frozenset({"yes", "no", "noanswer"})
 
 
-def normalize_answer(text: str) -> str:
-    """The official HotpotQA normalization (lower, punctuation, articles, whitespace)."""
-    lowered = text.lower()
-    no_punctuation = "".join(ch for ch in lowered if ch not in _PUNCTUATION)
-    no_articles = _ARTICLES.sub(" ", no_punctuation)
-    return " ".join(no_articles.split())
-
-
 def exact_match(prediction: str, gold: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(gold))
+    return float(normalize_answer_official(prediction) == normalize_answer_official(gold))
 
 
 def f1_score(prediction: str, gold: str) -> float:
     """Token-overlap F1 of the official script (its ``f1_score``, first element)."""
-    pred = normalize_answer(prediction)
-    truth = normalize_answer(gold)
+    pred = normalize_answer_official(prediction)
+    truth = normalize_answer_official(gold)
     if (pred in SPECIAL_ANSWERS or truth in SPECIAL_ANSWERS) and pred != truth:
         return 0.0
     pred_tokens = pred.split()
@@ -67,8 +56,8 @@ def f1_score(prediction: str, gold: str) -> float:
 
 
 def accuracy(prediction: str, gold: str) -> float:
-    truth = normalize_answer(gold)
-    return float(bool(truth) and truth in normalize_answer(prediction))
+    truth = normalize_answer_official(gold)
+    return float(bool(truth) and truth in normalize_answer_official(prediction))
 
 
 def _best(metric, prediction: str, golds: Sequence[str]) -> float:
@@ -101,14 +90,14 @@ def retrieval_success(golds: Sequence[str], contexts: Iterable[str]) -> float | 
     gold answer is findable text (yes/no/noanswer, or nothing left after normalization)."""
     findable = [
         truth
-        for truth in (normalize_answer(gold) for gold in golds)
+        for truth in (normalize_answer_official(gold) for gold in golds)
         if truth and truth not in SPECIAL_ANSWERS
     ]
     if not findable:
         return None
     # Each context on its own (an answer split across two passages was not found), padded so a
     # token-boundary match is a substring match of " gold " in " text ".
-    texts = [f" {normalize_answer(text)} " for text in contexts]
+    texts = [f" {normalize_answer_official(text)} " for text in contexts]
     return float(any(f" {truth} " in text for truth in findable for text in texts))
 
 

@@ -35,7 +35,7 @@ from searchers.lucene import render_tantivy
 from searchers.passages import Hit
 from searchers.searcher import SearchBudget
 from searchers.sparse_searcher import SparseSearcher, SparseSearcherConfig
-from searchers.verification import normalize_answer
+from searchers.text import normalize_answer_folded
 
 K = 10
 METHODS = (
@@ -76,8 +76,8 @@ def load_questions(path: Path, limit: int) -> list[dict[str, Any]]:
 
 def judge(row: dict[str, Any], hits: list[Hit]) -> dict[str, Any]:
     titles = {h.title for h in hits[:K]}
-    answer = normalize_answer(row["answer"])
-    context = " ".join(normalize_answer(f"{h.title} {h.text}") for h in hits[:K])
+    answer = normalize_answer_folded(row["answer"])
+    context = " ".join(normalize_answer_folded(f"{h.title} {h.text}") for h in hits[:K])
     return {
         "recall": sum(t in titles for t in row["gold"]) / len(row["gold"]),
         "all_gold": all(t in titles for t in row["gold"]),

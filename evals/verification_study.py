@@ -25,7 +25,8 @@ from agent.indexing import build, open_retriever
 from agent.runtime.runtime import Runtime
 from agent.settings import load_settings
 from searchers.searcher import BudgetMeter, SearchBudget
-from searchers.verification import VerificationRule, coverage, normalize_answer, verify_hits
+from searchers.text import normalize_answer_folded
+from searchers.verification import VerificationRule, coverage, verify_hits
 
 BARS = (0.5, 0.6, 0.75, 0.9, 1.0)
 TOP = 5
@@ -103,7 +104,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "answer_in_hits": answer_in(row["answer"], hits),
                     "coverage": coverage(row["question"], hits, top=TOP),
                 }
-            record["yes_no"] = normalize_answer(row["answer"]) in {"yes", "no"}
+            record["yes_no"] = normalize_answer_folded(row["answer"]) in {"yes", "no"}
             started = time.monotonic()
             if "llm_says" not in record:
                 record["llm_says"] = await _ask(chat, row["question"], hits, "llm")
@@ -118,8 +119,8 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                 )
                 record["grounded"] = bool(verdict.llm_says)
                 record["extracted"] = verdict.answer
-                record["extracted_correct"] = normalize_answer(verdict.answer or "") == (
-                    normalize_answer(row["answer"])
+                record["extracted_correct"] = normalize_answer_folded(verdict.answer or "") == (
+                    normalize_answer_folded(row["answer"])
                 )
             else:
                 continue

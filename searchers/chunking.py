@@ -14,21 +14,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from searchers.text import normalize_space, split_sentences
+
 DEFAULT_MAX_TOKENS = 150
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-_WS = re.compile(r"\s+")
-# A sentence ends at . ! ? or … (then optional closing quotes/brackets), before whitespace and
-# something that can start a sentence. A lowercase word after the stop ("e.g. the") is no start.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9À-Þ])")
-_ABBREVIATIONS = frozenset(
-    {
-        "mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "no", "fig", "al",
-        "inc", "ltd", "co", "corp", "gen", "col", "lt", "sgt", "capt", "rev", "mt", "ft",
-        "u.s", "e.g", "i.e", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept",
-        "oct", "nov", "dec",
-    }
-)  # fmt: skip
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -36,31 +26,6 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 def count_tokens(text: str) -> int:
     """Approximate model tokens: words and punctuation marks."""
     return len(_TOKEN.findall(text))
-
-
-def normalize_space(text: str) -> str:
-    """Collapse every whitespace run (including non-breaking spaces) to one space."""
-    return _WS.sub(" ", text).strip()
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences; abbreviations such as "Dr." or "U.S." do not end one."""
-    text = normalize_space(text)
-    if not text:
-        return []
-    pieces: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        candidate = text[start : match.start()].rstrip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?…\"'”’)]").lower()
-        if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
-            continue  # "Dr. Who", "J. R. R. Tolkien": not a sentence end
-        pieces.append(text[start : match.end()].strip())
-        start = match.end()
-    tail = text[start:].strip()
-    if tail:
-        pieces.append(tail)
-    return pieces
 
 
 def _split_long(sentence: str, max_tokens: int) -> list[str]:

@@ -19,7 +19,6 @@ Elasticsearch cannot parse degrades to a plain-terms query instead of failing th
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -52,6 +51,7 @@ from searchers.lucene import (
 from searchers.lucene.model import MAX_DEPTH
 from searchers.passages import Hit, Passage
 from searchers.retrieval import RetrievalError
+from searchers.text import PLAIN_WORD
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,6 @@ BULK_MAX_ATTEMPTS = 4
 #: Walking an error body's ``caused_by`` chain stops here; real chains are 2-4 deep.
 _MAX_ERROR_DEPTH = 8
 _SOURCE_FILTER = {"excludes": [EMBEDDING_FIELD]}
-_WORD = re.compile(r"[^\W_]+")
 
 Progress = Callable[[int], None]
 
@@ -590,7 +589,7 @@ def _plain_terms(query: LuceneQuery, depth: int = 0) -> list[str]:
         if isinstance(clause.node, Group):
             words.extend(_plain_terms(clause.node.query, depth + 1))
         else:
-            words.extend(w.lower() for w in _WORD.findall(clause.node.text))
+            words.extend(w.lower() for w in PLAIN_WORD.findall(clause.node.text))
     return list(dict.fromkeys(words))
 
 

@@ -8,11 +8,12 @@ dataclasses that serialize to JSON with stable field names (the CLI contract: ``
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from langchain_core.documents import Document
+
+from searchers.text import content_words, split_sentences_loose
 
 
 @dataclass(frozen=True)
@@ -94,18 +95,6 @@ class Hit:
         return doc
 
 
-_SENTENCE = re.compile(r"(?<!\s[A-Z]\.)(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_COMMON = frozenset(
-    "the a an of in on at to for by and or is was are were be been what which who whom whose "
-    "when where how did does do that this with from as it its his her their they he she".split()
-)
-
-
-def _terms(text: str) -> set[str]:
-    return {t for t in _TERM.findall(text.casefold()) if t not in _COMMON and len(t) > 1}
-
-
 def focus_text(text: str, max_chars: int, query: str | None = None) -> str:
     """``text`` cut to ``max_chars``. Without a query: its beginning. With one: the sentence
     sharing most words with the query, the opening sentence if it fits, then the next best, in
@@ -115,13 +104,13 @@ def focus_text(text: str, max_chars: int, query: str | None = None) -> str:
     text = " ".join(text.split())
     if len(text) <= max_chars:
         return text
-    sentences = _SENTENCE.split(text)
-    wanted = _terms(query or "")
+    sentences = split_sentences_loose(text)
+    wanted = content_words(query or "")
     if not wanted or len(sentences) < 2:
         return text[:max_chars].rsplit(" ", 1)[0] + " ..."
     scored = sorted(
-        (i for i in range(len(sentences)) if wanted & _terms(sentences[i])),
-        key=lambda i: (-len(wanted & _terms(sentences[i])), i),
+        (i for i in range(len(sentences)) if wanted & content_words(sentences[i])),
+        key=lambda i: (-len(wanted & content_words(sentences[i])), i),
     )
     # the best sentence first, then the opening one (it names the subject), then the rest
     order = [*scored[:1], 0, *scored[1:]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from searchers.chunking import split_sentences
+from searchers.text import split_sentences
 
 _NOT_WORD = re.compile(r"[\W_]+")
 _SENTENCE_END = ".!?…\"'”’)]"

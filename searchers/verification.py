@@ -16,9 +16,6 @@ grounding check the model cannot talk its way past, and a candidate answer for t
 
 from __future__ import annotations
 
-import functools
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -30,67 +27,7 @@ import prompts
 from searchers.passages import Hit, numbered_passages
 from searchers.searcher import Attempt, BudgetExceeded, BudgetMeter, Verdict
 from searchers.structured_calls import ask
-
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself also did
-    name named famous known first last many much one two three year years whose born located
-    based released american""".split()
-)
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-_QUOTED = re.compile(r'"([^"]+)"')
-_CAPITALIZED_RUN = re.compile(r"\b(?:[A-Z][\w'’.-]*\s+){0,4}[A-Z][\w'’.-]*")
-MAX_KEY_TERMS = 12
-
-
-@functools.lru_cache(maxsize=8192)
-def fold(text: str) -> str:
-    """Lowercase and strip accents, so "Beyoncé" in a query matches "Beyonce" in a passage.
-    Cached: a run folds the same passages again and again (support, relevance, the citation
-    check), and NFKD of a passage costs more than hashing it."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A crude plural/possessive strip: enough for coverage, not a linguistic claim."""
-    for suffix in ("'s", "’s", "ies", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
-def key_terms(query: str) -> list[str]:
-    """The words a passage answering ``query`` can hardly avoid: content words of the query,
-    with capitalized names and quoted phrases kept together as single terms."""
-    terms: list[str] = []
-    seen: set[str] = set()
-
-    def add(term: str) -> None:
-        folded = " ".join(_stem(w) for w in _WORD.findall(fold(term)) if w not in STOPWORDS)
-        if folded and folded not in seen and len(terms) < MAX_KEY_TERMS:
-            seen.add(folded)
-            terms.append(folded)
-
-    for phrase in _QUOTED.findall(query):
-        add(phrase)
-    stripped = _QUOTED.sub(" ", query)
-    for run in _CAPITALIZED_RUN.findall(stripped):
-        words = [w for w in _WORD.findall(run) if fold(w) not in STOPWORDS]
-        if len(words) > 1:
-            add(" ".join(words))
-    in_names = {w for t in terms if " " in t for w in t.split()}
-    for word in _WORD.findall(stripped):
-        content = fold(word) not in STOPWORDS and (len(word) > 2 or word.isdigit())
-        if content and _stem(fold(word)) not in in_names:
-            add(word)
-    return terms
+from searchers.text import WORD, fold, key_terms, normalize_answer_folded, stem
 
 
 def _present(term: str, haystack_words: set[str], haystack_text: str) -> bool:
@@ -108,20 +45,14 @@ def coverage(query: str, hits: Sequence[Hit], *, top: int = 5) -> float:
     if not terms:
         return 0.0
     text = " ".join(f"{h.title} {h.text}" for h in hits[:top])
-    words = {_stem(w) for w in _WORD.findall(fold(text))}
-    joined = " ".join(_stem(w) for w in _WORD.findall(fold(text)))
+    words = {stem(w) for w in WORD.findall(fold(text))}
+    joined = " ".join(stem(w) for w in WORD.findall(fold(text)))
     return sum(1 for t in terms if _present(t, words, joined)) / len(terms)
 
 
 RuleKind = Literal["llm", "coverage", "llm_and_coverage", "extract", "extract_and_coverage"]
 YES_NO = frozenset({"yes", "no"})
 NO_ANSWER = frozenset({"", "none", "unknown", "n a", "not found", "no answer", "not mentioned"})
-
-
-def normalize_answer(text: str) -> str:
-    """HotpotQA's normalisation: lowercase, no punctuation, no articles, single spaces."""
-    folded = re.sub(r"[^\w\s]", " ", fold(text))
-    return " ".join(w for w in folded.split() if w not in {"a", "an", "the"})
 
 
 _NUMBER_WORDS = {
@@ -144,10 +75,10 @@ def contains_span(span: str, text: str) -> bool:
     twenty match whether written as words or digits: the model copies "3" from "three acts"
     (measured on HotpotQA v3: two findings of an opera's acts were refused for it, and the
     reader then guessed a yes/no question wrong)."""
-    target = normalize_answer(span)
+    target = normalize_answer_folded(span)
     if not target:
         return False
-    haystack = normalize_answer(text)
+    haystack = normalize_answer_folded(text)
     if f" {target} " in f" {haystack} ":
         return True
     words = set(target.split())
@@ -159,7 +90,7 @@ def contains_span(span: str, text: str) -> bool:
 def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
     """Does the extracted span occur in the top hits? A yes/no reply counts as grounded (no span
     can be checked for it); an empty or "unknown" reply never does."""
-    target = normalize_answer(answer)
+    target = normalize_answer_folded(answer)
     if target in NO_ANSWER:
         return False
     if target in YES_NO:
@@ -266,7 +197,7 @@ async def _extract_verdict(
         reason = reply.error
     elif found:
         reason = f"answer found in the passages: {span!r}"
-    elif normalize_answer(span) in NO_ANSWER:
+    elif normalize_answer_folded(span) in NO_ANSWER:
         reason = "the model found no answer"
     else:
         reason = f"the model's answer {span!r} is not in the passages"

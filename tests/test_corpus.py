@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchers.chunking import chunk_paragraphs, count_tokens, markdown_sections, split_sentences
+from searchers.chunking import chunk_paragraphs, count_tokens, markdown_sections
 from searchers.corpus import (
     CorpusError,
     detect_format,
@@ -16,6 +16,7 @@ from searchers.corpus import (
     paragraph_id,
     read_passages,
 )
+from searchers.text import split_sentences
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -15,10 +15,10 @@ from evals.metrics import (
     gold_recall,
     hop_recall,
     mean_defined,
-    normalize_answer,
     retrieval_success,
     unmatched_queries,
 )
+from searchers.text import normalize_answer_official
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ from evals.metrics import (
     ],
 )
 def test_normalization_is_the_official_one(raw: str, normalized: str) -> None:
-    assert normalize_answer(raw) == normalized
+    assert normalize_answer_official(raw) == normalized
 
 
 def test_exact_match_after_normalization() -> None:

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from searchers.text import split_sentences
 from tree.leaves import (
     adjacent_distances,
     chunk_text,
     semantic_segments,
     sentences_of,
-    split_sentences,
 )
 from tree.tokens import approx_token_count, regex_token_count, truncate_to_tokens
 

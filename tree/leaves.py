@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from searchers.chunking import split_sentences  # one splitter for indexes and trees alike
+from searchers.text import split_sentences  # one splitter for indexes and trees alike
 from tree.embedding import embed_texts
 from tree.tokens import TokenCounter, approx_token_count
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.checks.comparison import parse_date
-from searchers.verification import normalize_answer
+from searchers.text import normalize_answer_folded
 
 MAX_HOPS = 6  # a plan has at most a handful of queries; the bound only guards odd states
 _WHEN = (
@@ -54,7 +54,7 @@ def same_answer(short: str, answer: str) -> bool:
 def _names(short: str, answer: str) -> bool:
     """The short answer is this finding: equal, or one contains the other (the reader copies
     "Gian Galeazzo Visconti, the first Duke of Milan" for the finding "Gian Galeazzo Visconti")."""
-    a, b = normalize_answer(short), normalize_answer(answer)
+    a, b = normalize_answer_folded(short), normalize_answer_folded(answer)
     return bool(a and b) and (a == b or f" {b} " in f" {a} " or f" {a} " in f" {b} ")
 
 
@@ -69,7 +69,7 @@ def _standing(hop: Hop, hops: Sequence[Hop]) -> Hop | None:
 
 def asks_when(question: str) -> bool:
     """Does the question ask for a time ("when", "what year", "what date", "how long ago")?"""
-    text = f" {normalize_answer(question)} "
+    text = f" {normalize_answer_folded(question)} "
     return any(f" {w} " in text for w in _WHEN)
 
 

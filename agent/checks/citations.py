@@ -14,9 +14,9 @@ because exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom" and "
 "Hanson".
 
 Why one module of this length: the sentence check, the short-answer grounding and the choice
-resolution read passages and answers with the same tokenisation (``_terms``, ``_key``,
-``_number_key``, the sentence splitter) and must agree on it; split apart, such copies drift
-(hoptree had four span matchers before ``contains_span``).
+resolution read passages and answers with the same tokenisation (``_claims``, ``_key``,
+``_number_key``, ``searchers.text.split_cited_sentences``) and must agree on it; split apart,
+such copies drift (hoptree had four span matchers before ``contains_span``).
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
-from searchers.verification import (
-    _WORD,
-    NO_ANSWER,
+from searchers.text import (
     STOPWORDS,
-    YES_NO,
-    _stem,
-    contains_span,
+    WORD,
     fold,
-    normalize_answer,
+    normalize_answer_folded,
+    split_cited_sentences,
+    stem,
 )
+from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 
 @dataclass(frozen=True)
@@ -75,59 +74,6 @@ class CitationCheck:
 # --- splitting into sentences -------------------------------------------------------------
 
 _MARK = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
-_MARK_RUN = re.compile(r"(?:\s*\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\])*")
-_TERMINATOR = re.compile(r"[.!?]+[\"'”’)]*")
-_NEXT_START = re.compile(r"\s+[\"'“‘(\[]?(\S)")
-# Before these a period never ends a sentence when a capital follows ("St. Louis", "Dr. Who").
-_TITLES = frozenset(
-    "mr mrs ms dr st ste mt ft fr prof gen col lt sgt capt cmdr adm gov sen rep rev hon pres vs "
-    "maj brig".split()
-)
-# Before these a period does not end a sentence when a digit follows ("No. 1", "Jan. 5").
-_BEFORE_DIGIT = frozenset(
-    "no nos vol pp p fig op jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-_INITIALS = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
-
-
-def _is_abbreviation(text: str, period: int, next_char: str) -> bool:
-    """Is the period at ``period`` part of an abbreviation or initial rather than a sentence end?
-    A heuristic: titles, initials ("J. R. R."), dotted acronyms ("U.S."), "No." before a digit."""
-    before = text[:period].split()
-    if not before:
-        return False
-    token = before[-1].lstrip("\"'“‘([")
-    if len(token) == 1 and token.isupper():
-        return True
-    if _INITIALS.fullmatch(token):
-        return True
-    lowered = token.lower()
-    return lowered in _TITLES or (lowered in _BEFORE_DIGIT and next_char.isdigit())
-
-
-def _split_sentences(text: str) -> list[str]:
-    """Split after . ! ? when a capital, digit, quote or bracket follows; citation marks written
-    after the period stay with the sentence before them ("... 1950. [2] He died.")."""
-    text = " ".join(text.split())
-    sentences: list[str] = []
-    start = 0
-    for end in _TERMINATOR.finditer(text):
-        marks_end = _MARK_RUN.match(text, end.end()).end()
-        if marks_end == len(text):
-            break
-        following = _NEXT_START.match(text, marks_end)
-        if not following:
-            continue
-        next_char = following.group(1)
-        if not (next_char.isupper() or next_char.isdigit() or next_char in "\"'“‘[("):
-            continue
-        single_period = end.group().rstrip("\"'”’)") == "."
-        if single_period and _is_abbreviation(text, end.start(), next_char):
-            continue
-        sentences.append(text[start:marks_end].strip())
-        start = marks_end
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
 
 
 def _marks(sentence: str) -> list[int]:
@@ -185,7 +131,7 @@ class _Term:
 def _key(word: str) -> str:
     """The form words are compared in: folded, possessive and plural stripped."""
     folded = fold(word).replace("’", "'")
-    return _stem(re.sub(r"'s$", "", folded))
+    return stem(re.sub(r"'s$", "", folded))
 
 
 def _number_key(number: str) -> str:
@@ -203,8 +149,8 @@ class _Index:
 
     @classmethod
     def of(cls, text: str) -> _Index:
-        keys = [_key(w) for w in _WORD.findall(text)]
-        months = {str(_MONTHS[fold(w)]) for w in _WORD.findall(text) if fold(w) in _MONTHS}
+        keys = [_key(w) for w in WORD.findall(text)]
+        months = {str(_MONTHS[fold(w)]) for w in WORD.findall(text) if fold(w) in _MONTHS}
         return cls(
             words=frozenset(keys),
             joined=f" {' '.join(keys)} ",
@@ -233,9 +179,9 @@ def _joinable(text: str, prev: re.Match[str], token: re.Match[str]) -> bool:
     return len(prev.group()) == 1 and re.fullmatch(r"\.\s*", gap) is not None
 
 
-def _terms(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
+def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
     """The names and numbers a sentence states; these are what its citations must back."""
-    tokens = list(_WORD.finditer(body))
+    tokens = list(WORD.finditer(body))
     dates: set[int] = set()
     for i, tok in enumerate(tokens):
         if fold(tok.group()) in _MONTHS and _is_capitalised(tok.group()):
@@ -355,18 +301,18 @@ def check_citations(
     lowercase_words = frozenset(
         fold(w)
         for text in [question, *(f"{s.title} {s.text}" for s in sources)]
-        for w in _WORD.findall(text)
+        for w in WORD.findall(text)
         if w[0].islower()
     )
     result = CitationCheck(answer="")
     parts: list[str] = []
-    for sentence in _split_sentences(answer):
+    for sentence in split_cited_sentences(answer):
         body, end = _body_and_end(sentence)
         if not re.search(r"\w", body):
             continue
         result.sentences += 1
         cited = sorted({n for n in _marks(sentence) if n in indexes})
-        terms = _terms(body, lowercase_words)
+        terms = _claims(body, lowercase_words)
         trivial = question_index is not None and all(question_index.has(t) for t in terms)
         if not terms or trivial:
             result.kept += 1
@@ -393,7 +339,7 @@ def _f1_tokens(text: str) -> list[str]:
     """HotpotQA-normalised tokens, plural- and possessive-stripped so that "Cain Ballroom" and
     "Cains Ballroom" score a full match against "Cain's Ballroom" (whose "'s" HotpotQA's
     normalisation turns into a stray "s" token)."""
-    return [_stem(t) for t in normalize_answer(text).split() if t != "s"]
+    return [stem(t) for t in normalize_answer_folded(text).split() if t != "s"]
 
 
 def _f1(prediction: list[str], gold: list[str]) -> float:
@@ -415,7 +361,7 @@ def ground_short_answer(
     is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom"). ``question`` is accepted for
     symmetry with ``check_citations``; the search does not need it."""
     del question
-    target = normalize_answer(short)
+    target = normalize_answer_folded(short)
     if not target:
         return "", False
     if target in YES_NO:
@@ -537,8 +483,8 @@ def pick_choice(short: str, long: str, question: str) -> str:
     options = choices(question)
     if not options:
         return short
-    target = normalize_answer(short)
-    normalised = [normalize_answer(o) for o in options]
+    target = normalize_answer_folded(short)
+    normalised = [normalize_answer_folded(o) for o in options]
     equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
     if len(equal) == 1:
         return equal[0]
@@ -549,7 +495,7 @@ def pick_choice(short: str, long: str, question: str) -> str:
     ]
     if len(overlapping) == 1:
         return overlapping[0]
-    said = normalize_answer(long)
+    said = normalize_answer_folded(long)
     named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
     if len(named) == 1:
         return named[0]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.checks.citations import choices
-from searchers.verification import normalize_answer
+from searchers.text import normalize_answer_folded
 
 MONTHS = {
     name: i
@@ -119,7 +119,7 @@ def parse_date(text: str) -> tuple[int, int, int] | None:
     if len(years) != 1:  # a range or two dates: not one value
         return None
     year = int(years[0])
-    words = normalize_answer(text).split()
+    words = normalize_answer_folded(text).split()
     month = next((MONTHS[w] for w in words if w in MONTHS), 0)
     day = 0
     if month:
@@ -139,7 +139,7 @@ def parse_number(text: str) -> float | None:
     if not match:
         return None
     value = float(match.group(1).replace(",", ""))
-    rest = normalize_answer(text[match.end() :]).split()
+    rest = normalize_answer_folded(text[match.end() :]).split()
     if rest and rest[0] in _SCALE:
         value *= _SCALE[rest[0]]
     return value
@@ -147,7 +147,7 @@ def parse_number(text: str) -> float | None:
 
 def direction(question: str) -> tuple[str, str] | None:
     """("min"|"max", "date"|"amount"), or None when the question does not say which way."""
-    text = f" {normalize_answer(question)} "
+    text = f" {normalize_answer_folded(question)} "
     if any(f" {phrase} " in text for phrase in _NOT_A_VALUE):
         return None
     for phrase, way in _DIRECTIONS:
@@ -161,12 +161,15 @@ def direction(question: str) -> tuple[str, str] | None:
 
 def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:
     """The answers of the queries that name ``name`` and none of ``others``."""
-    key = f" {normalize_answer(name)} "
+    key = f" {normalize_answer_folded(name)} "
     return [
         answer
         for query, answer in findings
-        if key in f" {normalize_answer(query)} "
-        and not any(f" {normalize_answer(o)} " in f" {normalize_answer(query)} " for o in others)
+        if key in f" {normalize_answer_folded(query)} "
+        and not any(
+            f" {normalize_answer_folded(o)} " in f" {normalize_answer_folded(query)} "
+            for o in others
+        )
     ]
 
 

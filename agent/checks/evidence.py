@@ -20,17 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.checks.citations import choices
-from searchers.verification import (
-    _WORD,
-    NO_ANSWER,
-    STOPWORDS,
-    YES_NO,
-    _stem,
-    contains_span,
-    fold,
-    key_terms,
-    normalize_answer,
-)
+from searchers.text import STOPWORDS, WORD, fold, key_terms, normalize_answer_folded, stem
+from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 # A finding that is a sentence rather than a span is checked word by word: most of its content
 # words must occur together in one passage.
@@ -52,7 +43,7 @@ def anchors(query: str) -> list[frozenset[str]]:
     passage answering it is about. "city of Tinted Windows" -> [{"tinted", "window"}]."""
     found: list[frozenset[str]] = []
     for run in [*_QUOTED.findall(query), *_NAME_RUN.findall(query)]:
-        words = frozenset(_stem(fold(w)) for w in _WORD.findall(run) if fold(w) not in STOPWORDS)
+        words = frozenset(stem(fold(w)) for w in WORD.findall(run) if fold(w) not in STOPWORDS)
         if words and words not in found:
             found.append(words)
     return found
@@ -77,11 +68,11 @@ def restates(answer: str, query: str) -> bool:
     """An answer made only of the query's own words answers nothing ("first performance of
     Tinted Windows" -> "Tinted Windows"), unless the query offers it as an alternative
     ("Who was older, A or B?" -> "B")."""
-    said = set(normalize_answer(answer).split())
-    if not said or not said <= set(normalize_answer(query).split()):
+    said = set(normalize_answer_folded(answer).split())
+    if not said or not said <= set(normalize_answer_folded(query).split()):
         return False
-    offered = {normalize_answer(c) for c in choices(query)}
-    return normalize_answer(answer) not in offered
+    offered = {normalize_answer_folded(c) for c in choices(query)}
+    return normalize_answer_folded(answer) not in offered
 
 
 def support(
@@ -98,7 +89,7 @@ def support(
     "Chicago: City on the Make", for "city of Tinted Windows") is not a finding. An answer
     that only repeats the query's words is none either. A yes/no answer has no span to look
     for: it is supported by the passages the model cited, if it cited any of the shown ones."""
-    target = normalize_answer(answer)
+    target = normalize_answer_folded(answer)
     if target in NO_ANSWER:
         return []
     if target in YES_NO:
@@ -121,7 +112,7 @@ def support(
         return []
     for pool in (cited, shown):
         for passage in pool:
-            present = set(normalize_answer(_text(passage)).split())
+            present = set(normalize_answer_folded(_text(passage)).split())
             if sum(w in present for w in words) / len(words) >= MIN_WORD_SHARE:
                 return [str(passage["id"])]
     return []
@@ -136,7 +127,7 @@ class Finding:
     sources: tuple[str, ...]
 
 
-def _terms(texts: Sequence[str]) -> list[str]:
+def _key_terms_of(texts: Sequence[str]) -> list[str]:
     seen: dict[str, None] = {}
     for text in texts:
         for term in key_terms(text):
@@ -146,7 +137,7 @@ def _terms(texts: Sequence[str]) -> list[str]:
 
 def _words(passage: Mapping[str, Any]) -> set[str]:
     text = fold(f"{passage.get('title', '')} {passage['text']}")
-    return {_stem(w) for w in _WORD.findall(text)}
+    return {stem(w) for w in WORD.findall(text)}
 
 
 def _holds(term: str, words: set[str]) -> bool:
@@ -162,7 +153,7 @@ def relevance(
     and of the findings' answers that the passage holds. Names the findings revealed (the
     bridge entities) weigh as much as the question's own, since the second hop's passage is
     found by them."""
-    terms = _terms([question, *[f.answer for f in findings]])
+    terms = _key_terms_of([question, *[f.answer for f in findings]])
     if not pool or not terms:
         return {str(p["id"]): 0.0 for p in pool}
     words = {str(p["id"]): _words(p) for p in pool}
