@@ -5,11 +5,10 @@ this wrote, through ``IndexDir``."""
 
 from __future__ import annotations
 
-import fcntl
-import os
+import contextlib
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from searchers.index_dir import (
     read_manifest,
     write_json_atomic,
 )
+from searchers.locks import LockBusyError, exclusive_lock
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
 
@@ -89,42 +89,17 @@ class DenseOptions:
     passage_text: PassageText = "title+text"
 
 
-class _BuildLock:
-    """An exclusive ``flock`` on DIR/.lock; the kernel releases it if the process dies, so a
-    crashed build never leaves a stale lock behind."""
-
-    def __init__(self, path: Path, timeout_s: float) -> None:
-        self.file = path / LOCK_FILE
-        self.timeout_s = timeout_s
-        self._fd: int | None = None
-
-    def __enter__(self) -> _BuildLock:
-        fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-                    os.close(fd)
-                    raise IndexLockedError(
-                        f"another build (pid {holder}) is writing {self.file.parent}; "
-                        "wait for it to finish"
-                    ) from None
-                time.sleep(0.1)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+@contextlib.contextmanager
+def _build_lock(path: Path, timeout_s: float) -> Iterator[None]:
+    """DIR/.lock, held for the whole build; a second build waits ``timeout_s``, then is
+    refused with the holder's pid."""
+    try:
+        with exclusive_lock(path / LOCK_FILE, timeout_s=timeout_s):
+            yield
+    except LockBusyError as exc:
+        raise IndexLockedError(
+            f"another build (pid {exc.holder}) is writing {path}; wait for it to finish"
+        ) from None
 
 
 def _generation_dirs(path: Path) -> list[Path]:
@@ -195,7 +170,7 @@ def build_index(
     if path.exists() and not path.is_dir():
         raise IndexDirError(f"{path} is a file, not an index directory")
     path.mkdir(parents=True, exist_ok=True)
-    with _BuildLock(path, lock_timeout_s):
+    with _build_lock(path, lock_timeout_s):
         _check_target(path)
         old = None if not (path / MANIFEST).exists() else read_manifest(path)
         if old is not None and not rebuild:

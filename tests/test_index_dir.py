@@ -12,9 +12,10 @@ import pytest
 
 from searchers import index_build as index_build_module
 from searchers.dense_faiss import FaissDenseIndex
-from searchers.index_build import DenseOptions, SourceSpec, _BuildLock, build_index
+from searchers.index_build import DenseOptions, SourceSpec, build_index
 from searchers.index_dir import (
     FORMAT_VERSION,
+    LOCK_FILE,
     MANIFEST,
     EmbeddingModelMismatchError,
     IndexDir,
@@ -22,6 +23,7 @@ from searchers.index_dir import (
     IndexLockedError,
     PassageStore,
 )
+from searchers.locks import exclusive_lock
 from searchers.passages import Passage
 
 DATA = Path(__file__).parent / "data"
@@ -216,7 +218,7 @@ def test_a_second_build_is_refused_while_one_holds_the_lock(tmp_path: Path, embe
     index_path = tmp_path / "idx"
     _build(index_path, embeddings, "passages.jsonl")
     with (
-        _BuildLock(index_path, timeout_s=0),
+        exclusive_lock(index_path / LOCK_FILE),  # what a build running elsewhere holds
         pytest.raises(IndexLockedError, match=f"pid {os.getpid()}"),
     ):
         _build(index_path, embeddings, "guide.md")

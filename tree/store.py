@@ -21,7 +21,6 @@ and stays fast: one ``json.load`` and one ``np.load``, no per-node files.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
+from searchers.locks import LockBusyError, exclusive_lock
 
 FORMAT_NAME = "hoptree-tree"
 FORMAT_VERSION = 1
@@ -339,15 +340,11 @@ def sweep(tree_dir: Path) -> None:
 def build_lock(tree_dir: Path) -> Iterator[None]:
     """Exclusive, non-blocking: a second build fails fast instead of interleaving writes."""
     tree_dir.mkdir(parents=True, exist_ok=True)
-    with open(tree_dir / LOCK_FILE, "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise TreeStoreError(f"another tree build holds {tree_dir / LOCK_FILE}") from exc
-        try:
+    try:
+        with exclusive_lock(tree_dir / LOCK_FILE, timeout_s=0):
             yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    except LockBusyError as exc:
+        raise TreeStoreError(f"another tree build holds {tree_dir / LOCK_FILE}") from exc
 
 
 # --------------------------------------------------------------------------- reading

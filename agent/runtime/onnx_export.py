@@ -19,20 +19,18 @@ temporary names and renamed, so a crash or a second process never leaves half a 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchers.corpus import file_sha256
+from searchers.locks import exclusive_lock
 
 # Bump when the exported graph changes: old exports are then rebuilt, not trusted.
 EXPORT_VERSION = 1
@@ -120,7 +118,7 @@ def ensure_export(layout: ModelLayout, root: Path, variant: str) -> Path:
     if _trusted(layout, folder, variant):
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / ".lock"):
+    with exclusive_lock(folder / ".lock", timeout_s=None):  # waits: the export is shared
         if _trusted(layout, folder, variant):  # another process finished it while we waited
             return target
         record = _read_record(folder, layout)
@@ -181,16 +179,6 @@ def _trusted(layout: ModelLayout, folder: Path, variant: str) -> bool:
         return False
     record = _read_record(folder, layout)
     return record["source_sha256"] is not None and _file_ok(record, folder, variant)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _export_fp32(layout: ModelLayout, target: Path) -> None:
