@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from searchers.passages import Hit, Passage
 from searchers.searcher import (
@@ -231,42 +232,67 @@ class WebSearcher:
             call_started = time.monotonic()
             notes: list[str] = []
             tries = 0
-            for retry in range(self.max_retries + 1):  # bounded: max_retries + 1 requests
+            gave_up: list[tuple[str, bool]] = []  # why a retryable failure was not retried
+
+            async def one_try() -> list[WebResult]:
+                nonlocal tries
                 remaining = meter.remaining_s()
                 if remaining <= 0:
-                    outcome.failure, outcome.deadline = "search deadline reached", True
-                    break
+                    raise _NoRetry("search deadline reached", deadline=True)
                 limit = min(provider.timeout_s, remaining)
                 tries += 1
                 try:
                     async with asyncio.timeout(limit):
-                        outcome.results = await provider.search(client, query, k)
-                    outcome.failure = None
-                    break
+                        return await provider.search(client, query, k)
                 except TimeoutError:
                     # not retried: a provider this slow stays slow, and the deadline is shared
-                    outcome.failure, outcome.deadline = _timed_out(limit, provider.timeout_s)
-                    break
+                    raise _NoRetry(*_timed_out(limit, provider.timeout_s)) from None
                 except ProviderError as exc:
                     if exc.timed_out:  # httpx's own read timeout, racing ours: the same event
-                        outcome.failure, outcome.deadline = _timed_out(limit, provider.timeout_s)
-                        break
-                    outcome.failure = str(exc)
-                    if not exc.retryable or retry == self.max_retries:
-                        break
-                    delay, refusal = self._delay(retry, exc.retry_after_s)
-                    if delay is None:
-                        outcome.failure = f"{exc}; {refusal}"
-                        break
-                    if delay >= meter.remaining_s():
-                        outcome.failure = f"{exc}; no time left to retry before the deadline"
-                        outcome.deadline = True
-                        break
-                    notes.append(f"try {tries}: {exc}; retrying in {delay:.2g} s")
-                    await asyncio.sleep(delay)
+                        raise _NoRetry(*_timed_out(limit, provider.timeout_s)) from None
+                    raise  # tenacity retries it when it is retryable
                 except Exception as exc:  # a provider's parsing bug must not end the search
-                    outcome.failure = f"{type(exc).__name__}: {exc}"
-                    break
+                    raise _NoRetry(f"{type(exc).__name__}: {exc}", deadline=False) from exc
+
+            def wait(state: RetryCallState) -> float:
+                """The backoff before the next try; on the last try, or when the server's
+                Retry-After or the deadline leave no retry, 0 (and ``stop`` ends it)."""
+                if state.attempt_number > self.max_retries:
+                    return 0.0  # no jitter drawn for a retry that will not happen
+                exc = _provider_error(state)
+                delay, refusal = self._delay(state.attempt_number - 1, exc.retry_after_s)
+                if delay is None:
+                    gave_up.append((f"{exc}; {refusal}", False))
+                    return 0.0
+                if delay >= meter.remaining_s():
+                    gave_up.append((f"{exc}; no time left to retry before the deadline", True))
+                    return 0.0
+                return delay
+
+            def stop(state: RetryCallState) -> bool:
+                return state.attempt_number > self.max_retries or bool(gave_up)
+
+            def note(state: RetryCallState) -> None:
+                exc = _provider_error(state)
+                notes.append(f"try {tries}: {exc}; retrying in {state.upcoming_sleep:.2g} s")
+
+            retrying = AsyncRetrying(  # bounded: max_retries + 1 requests
+                retry=retry_if_exception(_retryable),
+                wait=wait,
+                stop=stop,
+                before_sleep=note,
+                sleep=asyncio.sleep,
+                reraise=True,
+            )
+            try:
+                outcome.results = await retrying(one_try)
+                outcome.failure = None
+            except _NoRetry as end:
+                outcome.failure, outcome.deadline = end.failure, end.deadline
+            except ProviderError as exc:  # not retryable, the last try, or retry refused
+                outcome.failure = str(exc)
+                if gave_up:
+                    outcome.failure, outcome.deadline = gave_up[-1]
             if outcome.failure and tries > 1:
                 outcome.failure += f" (after {tries} tries)"
             attempt.ms = (time.monotonic() - call_started) * 1000
@@ -356,6 +382,28 @@ class WebSearcher:
             ms=(time.monotonic() - started) * 1000,
             error=error,
         )
+
+
+class _NoRetry(Exception):
+    """A try that ends a provider's turn at once: its failure for the trace, and whether the
+    search deadline (not the provider) was the cause."""
+
+    def __init__(self, failure: str, deadline: bool) -> None:
+        super().__init__(failure)
+        self.failure = failure
+        self.deadline = deadline
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Only a provider's own retryable failure (a 429, a 5xx, a refused connection) is retried."""
+    return isinstance(exc, ProviderError) and exc.retryable
+
+
+def _provider_error(state: RetryCallState) -> ProviderError:
+    """The retryable failure a wait or a note is about (``_retryable`` let only these through)."""
+    exc = state.outcome.exception() if state.outcome else None
+    assert isinstance(exc, ProviderError), exc
+    return exc
 
 
 def _timed_out(limit_s: float, timeout_s: float) -> tuple[str, bool]:

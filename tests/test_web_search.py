@@ -485,6 +485,15 @@ async def test_retry_after_beyond_the_cap_gives_up(fake: ProviderServer) -> None
     assert "asks to wait 120 s, more than the 1 s cap" in (result.error or "")
 
 
+async def test_no_retry_when_the_wait_outlasts_the_deadline(fake: ProviderServer) -> None:
+    fake.script("brave", Reply(429, b"{}", headers={"Retry-After": "0.8"}), Reply())
+
+    result = await web(brave(fake), budget=SearchBudget(deadline_s=0.5)).search(QUERY)
+
+    assert len(fake.requests("brave")) == 1  # no sleep into the deadline, no second request
+    assert "no time left to retry before the deadline" in (result.error or "")
+
+
 def test_retry_after_accepts_seconds_and_http_dates() -> None:
     now = time.time()
     assert parse_retry_after("7") == 7.0

@@ -25,6 +25,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 import prompts
 from searchers.repetition import drop_repetition
@@ -49,6 +50,10 @@ _SPACE = re.compile(r"\s+")
 
 class BadSummaryError(ValueError):
     """The model answered, but with nothing usable as a summary."""
+
+
+class _AttemptFailed(Exception):
+    """One summary attempt failed and was recorded; the retry loop tries again or falls back."""
 
 
 @dataclass
@@ -202,41 +207,53 @@ class Summarizer:
             timeout=self.timeout_s,
         )
 
+    async def _attempt(self, messages: list[BaseMessage], result: SummaryResult) -> None:
+        """One call and its cleaning, counted into ``result``; a timeout, a provider error or an
+        unusable reply is recorded and raised as ``_AttemptFailed`` so that it is retried."""
+        result.attempts += 1
+        try:
+            reply = await self._call(messages)
+        except TimeoutError:
+            result.errors.append(f"timeout after {self.timeout_s:g}s")
+            log.warning("tree summary timed out (attempt %d)", result.attempts)
+            raise _AttemptFailed from None
+        except Exception as exc:  # any provider error: retry, then fall back
+            result.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+            log.warning("tree summary failed (attempt %d): %s", result.attempts, exc)
+            raise _AttemptFailed from exc
+        result.calls += 1
+        usage = getattr(reply, "usage_metadata", None) or {}
+        prompt_tokens = int(usage.get("input_tokens", 0))
+        completion_tokens = int(usage.get("output_tokens", 0))
+        result.prompt_tokens += prompt_tokens
+        result.completion_tokens += completion_tokens
+        if reply.response_metadata.get(CACHE_HIT_FLAG):
+            result.cache_hits += 1
+        else:
+            result.new_prompt_tokens += prompt_tokens
+            result.new_completion_tokens += completion_tokens
+        try:
+            cut = reply.response_metadata.get("finish_reason") == "length"
+            text, clipped = clean_summary(_message_text(reply), self.max_words, cut=cut)
+            result.text, result.clipped = text, clipped or cut
+        except BadSummaryError as exc:
+            result.errors.append(str(exc))
+            raise _AttemptFailed from exc
+
     async def summarize(self, passages: Sequence[str]) -> SummaryResult:
         fitted, truncated = self.fit_passages(passages)
         messages = self.messages(fitted)
         result = SummaryResult(text="", input_truncated=truncated)
-        for _attempt in range(self.max_attempts):
-            result.attempts += 1
-            try:
-                reply = await self._call(messages)
-            except TimeoutError:
-                result.errors.append(f"timeout after {self.timeout_s:g}s")
-                log.warning("tree summary timed out (attempt %d)", result.attempts)
-                continue
-            except Exception as exc:  # any provider error: retry, then fall back
-                result.errors.append(f"{type(exc).__name__}: {exc}"[:300])
-                log.warning("tree summary failed (attempt %d): %s", result.attempts, exc)
-                continue
-            result.calls += 1
-            usage = getattr(reply, "usage_metadata", None) or {}
-            prompt_tokens = int(usage.get("input_tokens", 0))
-            completion_tokens = int(usage.get("output_tokens", 0))
-            result.prompt_tokens += prompt_tokens
-            result.completion_tokens += completion_tokens
-            if reply.response_metadata.get(CACHE_HIT_FLAG):
-                result.cache_hits += 1
-            else:
-                result.new_prompt_tokens += prompt_tokens
-                result.new_completion_tokens += completion_tokens
-            try:
-                cut = reply.response_metadata.get("finish_reason") == "length"
-                text, clipped = clean_summary(_message_text(reply), self.max_words, cut=cut)
-                result.text, result.clipped = text, clipped or cut
-            except BadSummaryError as exc:
-                result.errors.append(str(exc))
-                continue
+        retrying = AsyncRetrying(  # at once, no backoff: a local model is not rate-limited
+            stop=stop_after_attempt(self.max_attempts),
+            retry=retry_if_exception_type(_AttemptFailed),
+            reraise=True,
+        )
+        try:
+            await retrying(self._attempt, messages, result)
             return result
+        except _AttemptFailed:
+            pass  # every attempt failed (each is in result.errors): the fallback stands in
         result.text = fallback_text(passages, self.max_words)
         result.fallback = True
         return result
