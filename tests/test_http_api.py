@@ -570,7 +570,7 @@ def test_question_empty_or_oversized_is_422_or_400_on_chat() -> None:
 
 
 def test_concurrency_limit_gives_429_with_retry_after() -> None:
-    agent = ScriptedAgent(latency_s=0.25)  # ~3 s per run: long enough to fill the slots
+    agent = ScriptedAgent(hold_after=1)  # the runs hold the slots until the test resumes them
     with live_server(agent, max_concurrency=2) as base, ThreadPoolExecutor(2) as pool:
         running = [
             pool.submit(httpx.post, base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
@@ -590,6 +590,7 @@ def test_concurrency_limit_gives_429_with_retry_after() -> None:
             c.chat.completions.create(model="hoptree", messages=[{"role": "user", "content": "q?"}])
         assert (info.value.code, info.value.param) == ("too_many_runs", None)
         assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 2
+        agent.resume.set()
         assert [f.result(timeout=30).status_code for f in running] == [200, 200]
         assert agent.max_active == 2
         # the slots are free again
@@ -598,9 +599,9 @@ def test_concurrency_limit_gives_429_with_retry_after() -> None:
 
 
 def test_deadline_gives_504_and_cancels_the_run() -> None:
-    agent = ScriptedAgent(latency_s=5.0)
+    agent = ScriptedAgent(hold_after=1)  # never resumed: only the deadline can end the run
     with live_server(agent, request_deadline_s=0.3) as base:
-        # a 504 at all is the evidence: the scripted run needs a minute (12 steps of 5 s)
+        # a 504 at all is the evidence: the scripted run holds after "started" until cancelled
         r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
         assert r.status_code == 504
         assert r.json()["error"]["code"] == "deadline_exceeded"
@@ -629,7 +630,7 @@ def _wait_idle(base: str, timeout_s: float = 5.0) -> bool:
 
 
 def test_client_disconnect_cancels_a_streaming_run() -> None:
-    agent = ScriptedAgent(latency_s=2.0)
+    agent = ScriptedAgent(hold_after=1)  # unfinished until its client leaves: no timing
     with live_server(agent, max_concurrency=1) as base:
         with httpx.stream(
             "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
@@ -643,7 +644,7 @@ def test_client_disconnect_cancels_a_streaming_run() -> None:
 
 
 def test_client_disconnect_cancels_a_non_streaming_run() -> None:
-    agent = ScriptedAgent(latency_s=2.0)
+    agent = ScriptedAgent(hold_after=1)  # unfinished until its client leaves: no timing
     with live_server(agent, max_concurrency=1) as base:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=0.5)
