@@ -1,9 +1,10 @@
 """A loopback stand-in for an OpenAI-compatible chat endpoint, for load tests of the real planner.
 
 ``POST /v1/chat/completions`` sleeps a fixed latency, then answers schema-valid JSON for the
-prompt it was sent. The prompt kind is recognised from the system message: every template in
-``prompts/*.txt`` is read at start-up and its system text (up to its first ``{field}``) is the
-prefix that names it, so the stub follows the prompt files as they change. The replies are
+prompt it was sent. The prompt kind is recognised from the system message by
+``prompts.template_of`` (the start of each template's system text, up to its first ``{field}``,
+names it; the tests' ``RoutedChatModel`` routes the same way), so the stub follows the prompt
+files as they change. The replies are
 plausible, deterministic and grounded in the passages of the prompt where the planner checks
 (a finding is a span copied from its query's first passage, the answer cites passage 1), and a
 run takes the planner's two-round shape: decompose (the quoted name and the question), search,
@@ -31,7 +32,6 @@ import sys
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -40,7 +40,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-PROMPT_DIR = Path(__file__).resolve().parents[1] / "prompts"
+import prompts
+
 STOPWORDS = frozenset(
     """a an the of in on at to for by with from and or is was were are be been who whom whose
     what which when where why how did does do had has have that this these those their its it
@@ -50,18 +51,6 @@ _WORD = re.compile(r"[\w'’-]+")
 _QUOTED = re.compile(r'"([^"]+)"')
 ROUNDS_OF_FINDINGS = 3  # the verifier is satisfied once this many queries were searched
 _NUMBERED = re.compile(r"^\[(\d+)\]\s*([^:\n]*):\s*(.*)$", re.MULTILINE)
-
-
-def prompt_prefixes(prompt_dir: Path = PROMPT_DIR) -> list[tuple[str, str]]:
-    """(kind, system-text prefix) for every prompt template, longest prefix first."""
-    found = []
-    for path in sorted(prompt_dir.glob("*.txt")):
-        text = path.read_text(encoding="utf-8")
-        system = text.split("[system]", 1)[-1].split("[user]", 1)[0]
-        prefix = " ".join(system.split("{", 1)[0].split())[:120]
-        if prefix:
-            found.append((path.stem, prefix))
-    return sorted(found, key=lambda kv: -len(kv[1]))
 
 
 def _field(text: str, name: str) -> str:
@@ -205,7 +194,6 @@ class StubChat:
     def __init__(self, latency_s: float, log_first: bool = False) -> None:
         self.latency_s = latency_s
         self.log_first = log_first
-        self.prefixes = prompt_prefixes()
         self.calls: Counter[str] = Counter()
         self.streamed = 0
         self.in_flight = 0
@@ -218,10 +206,7 @@ class StubChat:
             for m in messages
             if m.get("role") in ("system", "developer")
         )
-        for kind, prefix in self.prefixes:
-            if system.startswith(prefix):
-                return kind
-        return "unknown"
+        return prompts.template_of(system) or "unknown"
 
     async def completions(self, request: Request) -> Response:
         body = await request.json()

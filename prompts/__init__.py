@@ -104,6 +104,30 @@ def render(name: str, **values: object) -> list[BaseMessage]:
     return load(name).render(**values)
 
 
+#: How much of a template's system text names it; every template differs well before this.
+PREFIX_CHARS = 120
+
+
+@cache
+def system_prefixes() -> tuple[tuple[str, str], ...]:
+    """(template name, the start of its system text up to the first ``{field}``, spaces
+    collapsed) for every template, longest first, so a prefix of another never wins."""
+    found = []
+    for name in names():
+        prefix = " ".join(load(name).system.split("{", 1)[0].split())[:PREFIX_CHARS]
+        if prefix:
+            found.append((name, prefix))
+    return tuple(sorted(found, key=lambda kv: -len(kv[1])))
+
+
+def template_of(system: str) -> str | None:
+    """The name of the template a rendered system message came from, or None. Scripted chat
+    models (the tests' ``RoutedChatModel``, the load test's stub endpoint) answer by it, and
+    follow the prompt files as they change instead of keeping copies of their phrases."""
+    text = " ".join(system.split())
+    return next((name for name, prefix in system_prefixes() if text.startswith(prefix)), None)
+
+
 @dataclass(frozen=True)
 class Example:
     """One worked example of a bank: a question and the lines a reply would hold."""

@@ -16,31 +16,34 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
+import prompts
 from tests.scripted_chat import ScriptedChatModel
 
-# a phrase of each prompt's system text -> route name
+# the template a prompt was rendered from -> the route name tests script replies under
 ROUTES = {
-    "Split the user's question": "decompose",
-    "You read search results for several search queries": "summarize",
-    "You plan the next searches": "verify",
-    "Answer the question from the numbered passages": "answer",
-    "You read search results": "extract",
-    "You judge search results": "judge",
-    "You write keyword queries": "rewrite",
-    "encyclopedia-style passage": "hyde",
-    "You answer questions from numbered passages": "rag_answer",
-    "Answer the question from your own knowledge": "closed_book",
+    "decompose": "decompose",
+    "findings": "summarize",
+    "verify": "verify",
+    "answer": "answer",
+    "searcher_extract": "extract",
+    "searcher_verify": "judge",
+    "sparse_rewrite": "rewrite",
+    "hyde": "hyde",
+    "rag_answer": "rag_answer",
+    "closed_book": "closed_book",
 }
 
 Route = str | Callable[[list[BaseMessage]], str]
 
 
 def route_of(messages: list[BaseMessage]) -> str:
+    """The route of a prompt: its template, recognised as the load test's stub recognises it
+    (``prompts.template_of``), under the name the tests script."""
     system = str(messages[0].content) if messages else ""
-    for phrase, name in ROUTES.items():
-        if phrase in system:
-            return name
-    raise AssertionError(f"no route for prompt: {system[:80]!r}")
+    name = prompts.template_of(system)
+    if name not in ROUTES:
+        raise AssertionError(f"no route for prompt: {system[:80]!r}")
+    return ROUTES[name]
 
 
 class RoutedChatModel(ScriptedChatModel):

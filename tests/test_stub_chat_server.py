@@ -23,6 +23,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+import prompts
 from agent.hoptree_agent import HoptreeAgent
 from agent.runtime.chat_models import HoptreeChatOpenAI
 from agent.settings import BudgetSettings, PlannerSettings
@@ -71,7 +72,7 @@ def stub_process() -> Iterator[str]:
 
 def test_every_prompt_template_has_a_stub_reply() -> None:
     stub = _stub_module()
-    kinds = [kind for kind, _prefix in stub.prompt_prefixes()]
+    kinds = [kind for kind, _prefix in prompts.system_prefixes()]
     assert sorted(kinds) == sorted(p.stem for p in (ROOT / "prompts").glob("*.txt"))
     for kind in kinds:
         reply = stub.reply_for(kind, "")
