@@ -161,6 +161,8 @@ def report(work: Path, configs: list[tuple[str, dict[str, str]]], pipelines: lis
 
 def markdown(result: dict[str, Any]) -> str:
     lines = ["# Planner profile", ""]
+    if result.get("note"):
+        lines += [result["note"], ""]
     for name, env in result["configs"].items():
         knobs = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "defaults"
         lines.append(f"- **{name}**: {knobs}")
@@ -209,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="resumable run dirs")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="writes .json and .md")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--note", default="", help="a paragraph put under the title (conditions)")
     args = parser.parse_args(argv)
     configs = args.config or [("base", {})]
     pipelines = args.pipeline or ["full", "hybrid"]
@@ -221,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, env in configs:
                     run_chunk(args.work, args.dataset, pipeline, name, env, min(upto, args.limit))
     result = report(args.work, configs, pipelines)
+    result["note"] = args.note
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     args.out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
