@@ -785,6 +785,22 @@ async def test_an_open_plan_reads_everything_found(index) -> None:
     assert len(result.sources) > 2
 
 
+async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
+    """An open plan with a supported finding reads its chain the way the oracle does: the
+    first passages of each searched query in plan order, then the question's own retrieval."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    hops = [sub.passage_ids[:2] for sub in result.sub_queries]
+    expected = list(dict.fromkeys(pid for ids in hops for pid in ids))
+    assert len(expected) >= 3  # both hops searched and found passages
+    assert [s["id"] for s in result.sources][: len(expected)] == expected[:5]
+
+
 async def test_the_decompose_prompt_shows_plans_of_the_questions_shape(index) -> None:
     chat = two_hop_chat()
     planned = chat.routes["decompose"]

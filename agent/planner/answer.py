@@ -69,6 +69,7 @@ def _focus(state: PlannerState) -> str:
 
 
 MIN_RESOLVED_SOURCES = 2
+HOP_PASSAGES = 2  # per searched query, in plan order, when an open plan reads its chain
 
 
 def resolved(state: PlannerState) -> bool:
@@ -102,9 +103,14 @@ def _answer_sources(
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
-    it). An open plan falls back on one-call RAG: the findings' own passages first, then the
-    question's as-written retrieval in its order, then whatever else was found, ranked by the
-    question's and the findings' names."""
+    it). An open plan reads its chain the way the oracle does, hop by hop: the first
+    ``HOP_PASSAGES`` passages of each searched query in plan order, then the question's
+    as-written retrieval (one-call RAG's passages), then whatever else was found, ranked by the
+    question's and the findings' names (a plan with no supported finding reads the question's
+    retrieval first, one-call RAG as the fallback). Measured on MuSiQue tuning questions 1-22
+    by rereading the recorded runs with one-call RAG's reader: hop order 38.5 F1, the
+    findings' own passages and the question's hits first (what the planner read) 32.1, BM25
+    top-5 36.2."""
     passages = dict(state.get("passages", {}))
     ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
     findings = supported_findings(state)
@@ -116,8 +122,9 @@ def _answer_sources(
     question_hits = _question_hits(state, k)
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
-    own = [f.sources[0] for f in findings if f.sources and f.sources[0] in passages]
-    lead = list(dict.fromkeys([*own, *(h.id for h in question_hits)]))[:limit]
+    # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
+    hops = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages and findings]
+    lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
     rest = select_evidence(state["question"], findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
