@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import io
 import platform
 import re
@@ -246,6 +247,25 @@ def score_text(text: str, spec: DocumentSpec) -> dict[str, float]:
     return scores
 
 
+# the candidates that are not hoptree dependencies: `pip install markitdown[pdf,docx] pypdf
+# pdfplumber mammoth beautifulsoup4` to compare them too
+_MODULES = {
+    "pypdf": "pypdf",
+    "pdfplumber": "pdfplumber",
+    "markitdown": "markitdown",
+    "mammoth": "mammoth",
+    "beautifulsoup4": "bs4",
+}
+
+
+def _installed(name: str) -> bool:
+    module = next((m for key, m in _MODULES.items() if name.startswith(key)), None)
+    if module is None or importlib.util.find_spec(module) is not None:
+        return True
+    print(f"skipping {name}: {module} is not installed", file=sys.stderr)
+    return False
+
+
 def _best_seconds(fn: Callable[[], object], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -271,6 +291,8 @@ def bench(work: Path, pdf_pages: int, repeat: int) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for name, convert in PDF_CANDIDATES.items():
+        if not _installed(name):
+            continue
         pages = convert(pdf)
         seconds = _best_seconds(lambda c=convert: c(pdf), repeat)
         scores = score_pdf(pages, pdf_spec)
@@ -290,6 +312,8 @@ def bench(work: Path, pdf_pages: int, repeat: int) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for name, convert_text in HTML_CANDIDATES.items():
+        if not _installed(name):
+            continue
         text = convert_text(html)
         seconds = _best_seconds(lambda c=convert_text: c(html), repeat)
         scores = score_text(text, html_spec)
@@ -309,6 +333,8 @@ def bench(work: Path, pdf_pages: int, repeat: int) -> list[str]:
         "|---|---:|---:|---:|",
     ]
     for name, convert_text in DOCX_CANDIDATES.items():
+        if not _installed(name):
+            continue
         text = convert_text(docx)
         seconds = _best_seconds(lambda c=convert_text: c(docx), repeat)
         scores = score_text(text, docx_spec)
@@ -349,9 +375,10 @@ def chosen(
         text = " ".join(_fold(p.text) for p in passages)
         recall = _share(sum(s in text for s in spec.sentences), len(spec.sentences))
         paged = _share(sum("page" in p.metadata for p in passages), len(passages))
+        paged_cell = f"{100 * paged:.0f}%" if path.suffix == ".pdf" else "n/a (no pages)"
         lines.append(
             f"| {path.suffix[1:].upper()} | {count / seconds:,.1f} {unit} | {len(passages)} | "
-            f"{100 * recall:.0f}% | {100 * paged:.0f}% |"
+            f"{100 * recall:.0f}% | {paged_cell} |"
         )
         print(lines[-1], flush=True)
     del work

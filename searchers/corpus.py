@@ -415,11 +415,18 @@ class _Group:
     page: int | None = None
 
 
-def _markdown_groups(text: str, file_title: str, doc_title: str | None = None) -> list[_Group]:
+def _markdown_groups(
+    text: str, file_title: str, doc_title: str | None = None, *, shared_top: bool = False
+) -> list[_Group]:
     """Markdown sections titled by their heading path under the document title: ``doc_title``
-    (the file's own metadata), else the first top-level heading, else ``file_title``."""
+    (the file's own metadata), else the first top-level heading that has text of its own, else
+    (``shared_top``, converted documents) the one heading every section sits under, else
+    ``file_title``. Markdown files keep the first rules alone, so their chunk ids stay put."""
     sections = markdown_sections(text)
     first = next((s.headings[0] for s in sections if len(s.headings) == 1), None)
+    if first is None and shared_top and doc_title is None:
+        tops = {s.headings[0] if s.headings else None for s in sections}
+        first = tops.pop() if len(tops) == 1 else None
     doc_title = doc_title or first
     groups = []
     for section in sections:
@@ -489,7 +496,7 @@ def read_document(
     else:
         groups = []
         for part in document.parts:
-            groups.extend(_markdown_groups(part.text, file_title, document.title))
+            groups.extend(_markdown_groups(part.text, file_title, document.title, shared_top=True))
         extra = None
     return _group_passages(path.name, document.format, groups, max_tokens, extra)
 

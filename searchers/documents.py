@@ -25,6 +25,7 @@ A file that cannot be read raises ``DocumentError`` with a ``reason`` (``corrupt
 
 from __future__ import annotations
 
+import html
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ _PAGE_NUMBER_LINE = re.compile(
     r"^\W*(?:page\s+)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?\W*$", re.IGNORECASE
 )
 _HYPHEN_END = re.compile(r"(?<=[a-z])[-\u00ad\x02]$")
-_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_MARKDOWN_H1 = re.compile(r"^# \S", re.MULTILINE)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a password-protected .docx is an OLE file
 
 
@@ -209,8 +211,22 @@ def convert_pdf(path: Path) -> ConvertedDocument:
 # --------------------------------------------------------------------------- HTML
 
 
+def _html_title(raw: bytes) -> str | None:
+    """The page's ``<title>`` without a " | Site name" tail, for a page whose content has no
+    top-level heading (one with an ``h1`` is titled by it: ``searchers.corpus``)."""
+    match = _HTML_TITLE.search(raw[:65536].decode("utf-8", errors="replace"))
+    if match is None:
+        return None
+    title = " ".join(html.unescape(match.group(1)).split()).split(" | ")[0].strip()
+    return title or None
+
+
 def convert_html(path: Path) -> ConvertedDocument:
-    """The page's main content as markdown (boilerplate dropped), title from its metadata."""
+    """The page's main content as markdown (boilerplate dropped).
+
+    trafilatura's metadata (title, date, author) is not asked for: it quarters the speed
+    (75 against 285 pages/s here, most of it dateparser), and the title is the content's own
+    ``h1`` or the ``<title>``."""
     import trafilatura
 
     try:
@@ -220,25 +236,16 @@ def convert_html(path: Path) -> ConvertedDocument:
     markdown = trafilatura.extract(
         raw,
         output_format="markdown",
-        with_metadata=True,
         include_tables=True,
         include_links=False,
         include_images=False,
         include_comments=False,
         favor_recall=True,
     )
-    title = None
-    if markdown:
-        front = _FRONT_MATTER.match(markdown)
-        if front is not None:
-            markdown = markdown[front.end() :]
-            for line in front.group(1).splitlines():
-                key, _, value = line.partition(":")
-                if key.strip() == "title" and value.strip():
-                    title = value.strip().strip("\"'")
-    else:
+    if not markdown:
         # a page too short for main-content extraction: its whole visible text
         markdown = trafilatura.html2txt(raw) or ""
+    title = None if _MARKDOWN_H1.search(markdown) else _html_title(raw)
     return ConvertedDocument(format="html", title=title, parts=[DocumentPart(markdown)])
 
 

@@ -269,3 +269,15 @@ def test_index_build_exits_0_when_every_file_is_read(cli, tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["failed"] == [] and report["sources"][0]["format"] == "pdf"
+
+
+def test_html_without_h1_is_titled_by_its_title_tag(tmp_path: Path) -> None:
+    page = tmp_path / "notes.html"
+    body = " ".join(sentence(9, i) for i in range(1, 8))
+    page.write_text(
+        "<html><head><title>Harbour Notes | Valley Gazette</title></head><body>"
+        f"<article><h2>Tides</h2><p>{body}</p></article></body></html>",
+        encoding="utf-8",
+    )
+    passages = list(read_passages(page))
+    assert passages and {p.title for p in passages} == {"Harbour Notes > Tides"}
