@@ -431,7 +431,7 @@ def _markdown_groups(
     groups = []
     for section in sections:
         headings = list(section.headings)
-        if doc_title is not None and headings and headings[0] in (doc_title, first):
+        if doc_title is not None and headings and headings[0] == doc_title:
             headings = headings[1:]
         title = " > ".join([doc_title or file_title, *headings])
         groups.append(_Group(title, section.headings, section.paragraphs))
