@@ -433,7 +433,7 @@ NOTES = """
 Notes:
 
 - Every candidate reads every sentence of these clean files, so the choice rests on the other
-  columns: pypdfium2 keeps pages and is the fastest PDF reader, 3-7x pypdf on the made file and
+  columns: pypdfium2 keeps pages and is the fastest PDF reader, 3-8x pypdf on the made file and
   11-18x on the real TeX manuals (markitdown goes through pdfminer and returns one text for the
   whole file: no page to cite; pdfplumber glues the words of one manual together, 671 distinct
   words where the others find 1,600); trafilatura is the only
