@@ -46,7 +46,9 @@ FailureReason = Literal["unsupported", "corrupt", "encrypted", "no-text"]
 _PAGE_NUMBER_LINE = re.compile(
     r"^\W*(?:page\s+)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?\W*$", re.IGNORECASE
 )
-_HYPHEN_END = re.compile(r"(?<=[a-z])[-\u00ad\x02]$")
+_SOFT_HYPHENS = re.compile("[\x02\u00ad\ufffe]")
+_DOT_LEADER = re.compile(r"(?:\s*\.){4,}\s*")
+_HYPHEN_END = re.compile(r"(?<=[a-z])-$")
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _MARKDOWN_H1 = re.compile(r"^# \S", re.MULTILINE)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a password-protected .docx is an OLE file
@@ -130,15 +132,20 @@ def _push(stack: list[tuple[int, str]], level: int, title: str) -> None:
 
 
 def _page_lines(text: str) -> list[str]:
-    """A page's lines without page-number lines, a hyphen at a line end joined to the next."""
+    """A page's lines without page-number lines, a word cut by a hyphen at a line end joined,
+    PDFium's soft-hyphen marks (``\\x02``, inside words it has already joined) dropped, and a
+    table of contents' dot leaders folded to one "..." (they are most of a TOC page's tokens)."""
     lines: list[str] = []
+    text = _SOFT_HYPHENS.sub("", text)
     for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = raw.strip().replace("\x00", "")
+        line = _DOT_LEADER.sub(" ... ", raw.strip().replace("\x00", ""))
         if not line or _PAGE_NUMBER_LINE.match(line):
             lines.append("")
             continue
         if lines and _HYPHEN_END.search(lines[-1]) and line[:1].islower():
-            lines[-1] = lines[-1][:-1] + line
+            # PDFium marks the hyphens a typesetter added (dropped above), so a "-" left at a
+            # line end is the word's own: "well-" + "known" is "well-known"
+            lines[-1] = lines[-1] + line
             continue
         lines.append(line)
     return lines

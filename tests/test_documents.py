@@ -281,3 +281,18 @@ def test_html_without_h1_is_titled_by_its_title_tag(tmp_path: Path) -> None:
     )
     passages = list(read_passages(page))
     assert passages and {p.title for p in passages} == {"Harbour Notes > Tides"}
+
+
+def test_pdf_page_text_cleanup() -> None:
+    """PDFium's soft-hyphen marks go, a word cut at a line end is joined (keeping a hyphen
+    that is the word's own), page-number lines and dot leaders do not become text."""
+    from searchers.documents import _page_lines
+
+    text = (
+        "Rules for manip\x02ulation of a well-\r\nknown\r\n"
+        "2.2 Naming . . . . . . . . 3\r\nPage 7 of 9\r\n- 12 -"
+    )
+    assert [line for line in _page_lines(text) if line] == [
+        "Rules for manipulation of a well-known",
+        "2.2 Naming ... 3",
+    ]
