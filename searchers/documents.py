@@ -49,6 +49,10 @@ _PAGE_NUMBER_LINE = re.compile(
 _SOFT_HYPHENS = re.compile("[\x02\u00ad\ufffe]")
 _DOT_LEADER = re.compile(r"(?:\s*\.){4,}\s*")
 _HYPHEN_END = re.compile(r"(?<=[a-z])-$")
+_JUNK_TITLE = re.compile(
+    r"^(?:microsoft \w+ - |untitled\b|document\d*$)|\.(?:docx?|pdf|tex|dvi|indd|pptx?|rtf|odt)$",
+    re.IGNORECASE,
+)
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _MARKDOWN_H1 = re.compile(r"^# \S", re.MULTILINE)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a password-protected .docx is an OLE file
@@ -151,7 +155,12 @@ def _page_lines(text: str) -> list[str]:
     return lines
 
 
-def _pdf_parts(page: int, lines: list[str], stack: list[tuple[int, str]], entries: list) -> list:
+def _pdf_parts(
+    page: int,
+    lines: list[str],
+    stack: list[tuple[int, str]],
+    entries: list[tuple[int, int, str]],
+) -> list[DocumentPart]:
     """The parts of one page: split where a line is the title of an outline entry that starts
     on it; entries with no such line take effect at the top of the page."""
     pending = [(level, title) for _index, level, title in entries]
@@ -179,6 +188,15 @@ def _pdf_parts(page: int, lines: list[str], stack: list[tuple[int, str]], entrie
     return parts
 
 
+def _pdf_title(raw: str | None) -> str | None:
+    """The Title of the PDF's metadata, unless it is what a tool filled in rather than a title
+    ("Microsoft Word - draft3.docx", "untitled", a file name): then the file name serves."""
+    title = " ".join((raw or "").split())
+    if not title or _JUNK_TITLE.search(title):
+        return None
+    return title
+
+
 def convert_pdf(path: Path) -> ConvertedDocument:
     """Text page by page through PDFium; headings from the outline."""
     import pypdfium2 as pdfium
@@ -196,7 +214,7 @@ def convert_pdf(path: Path) -> ConvertedDocument:
         metadata = pdf.get_metadata_dict(skip_empty=True)
         outline = _outline(pdf)
         document = ConvertedDocument(
-            format="pdf", title=(metadata.get("Title") or "").strip() or None, pages=len(pdf)
+            format="pdf", title=_pdf_title(metadata.get("Title")), pages=len(pdf)
         )
         stack: list[tuple[int, str]] = []
         for index in range(len(pdf)):

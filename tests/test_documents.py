@@ -296,3 +296,14 @@ def test_pdf_page_text_cleanup() -> None:
         "Rules for manipulation of a well-known",
         "2.2 Naming ... 3",
     ]
+
+
+def test_a_pdf_title_a_tool_filled_in_gives_way_to_the_file_name(tmp_path: Path) -> None:
+    from searchers.documents import _pdf_title
+
+    assert _pdf_title("Microsoft Word - draft3.docx") is None and _pdf_title("untitled") is None
+    assert _pdf_title(" Annual  Report 2025 ") == "Annual Report 2025"
+    make_pdf(tmp_path / "harbour_survey.pdf", pages=1, sentences=2, title="Document1")
+    assert {p.title.split(" > ")[0] for p in read_passages(tmp_path / "harbour_survey.pdf")} == {
+        "harbour survey"
+    }
