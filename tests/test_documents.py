@@ -307,3 +307,17 @@ def test_a_pdf_title_a_tool_filled_in_gives_way_to_the_file_name(tmp_path: Path)
     assert {p.title.split(" > ")[0] for p in read_passages(tmp_path / "harbour_survey.pdf")} == {
         "harbour survey"
     }
+
+
+def test_a_pdf_restricted_by_an_owner_password_only_is_read(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_encryption(owner_password="owner")  # no user password: anyone may open it
+    pdf.add_page()
+    pdf.set_font("Helvetica", "", 11)
+    pdf.multi_cell(0, 6, "Restricted but readable text.")
+    pdf.output(str(tmp_path / "restricted.pdf"))
+    assert [p.text for p in read_passages(tmp_path / "restricted.pdf")] == [
+        "Restricted but readable text."
+    ]
