@@ -18,9 +18,16 @@ from langchain_core.embeddings import Embeddings
 from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
 from agent.runtime.embeddings import BUNDLED_MODELS
 from agent.settings import Settings
-from searchers.corpus import expand_sources
+from searchers.corpus import select_sources
 from searchers.dense_faiss import PassageText
-from searchers.index_build import BuildProgress, BuildReport, DenseOptions, SourceSpec, build_index
+from searchers.index_build import (
+    BuildProgress,
+    BuildReport,
+    DenseOptions,
+    FailedSource,
+    SourceSpec,
+    build_index,
+)
 from searchers.index_dir import RETRIEVER_KINDS, IndexDir
 from searchers.jsonl import json_objects
 from searchers.passages import Hit
@@ -80,8 +87,12 @@ def build(
     passage_text: PassageText = "title+text",
 ) -> BuildReport:
     """Ingest files and directories into ``index_dir`` (create, append, or rebuild).
-    ``passage_text``: what a new index's vectors embed (an existing index keeps its own)."""
-    files = expand_sources(sources)
+    ``passage_text``: what a new index's vectors embed (an existing index keeps its own).
+
+    The report names every file of a folder that was not read: ``failed`` (an unsupported type,
+    or a document that could not be converted) and ``skipped`` (stores, hidden, ignored)."""
+    selection = select_sources(sources)
+    files = selection.files
     opts = settings.index
     embeddings = embeddings if embeddings is not None else _embeddings(settings)
     report = build_index(
@@ -101,6 +112,12 @@ def build(
         rebuild=rebuild,
         progress=progress,
     )
+    unsupported = [s for s in selection.skipped if s.reason == "unsupported"]
+    report.failed = [
+        *(FailedSource(str(s.path), s.reason, s.detail) for s in unsupported),
+        *report.failed,
+    ]
+    report.skipped = [s.to_json() for s in selection.skipped if s.reason != "unsupported"]
     if es_enabled(settings):
         # the cluster mirrors the committed passage store; ids make the re-send idempotent
         index = IndexDir.open(index_dir)

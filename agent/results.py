@@ -11,6 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from searchers.passages import source_label
+
 EventKind = Literal[
     "started",  # the question was accepted
     "decompose",  # atomic queries planned
@@ -53,6 +55,15 @@ class Citation:
     title: str
     text: str
     url: str | None = None
+    # the PDF page the passage was read from; None for other sources and for indexes built
+    # before passages carried pages (the planner's citation records have no page of their own:
+    # ``HoptreeAgent`` adds it from the cited passage's metadata)
+    page: int | None = None
+
+    @property
+    def label(self) -> str:
+        """What a person reads as the source: "title p. 7", or the title."""
+        return source_label(self.title or self.id, self.page)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,6 +14,9 @@ Supported inputs (``detect_format`` picks one from the file; callers may force o
 - ``musique``: MuSiQue-Ans rows, ``paragraphs[{idx, title, paragraph_text, is_supporting}]`` with
   ``question_decomposition``.
 - ``text``: plain text and markdown, chunked at sentence boundaries.
+- ``pdf``, ``html``, ``docx``: documents, converted by ``searchers.documents`` and chunked like
+  markdown; a chunk never spans two PDF pages, and its metadata carries ``page`` (PDF) and
+  ``headings`` (all three), which citations show as "Title > Heading p. 7".
 
 For question files the corpus is the union of every question's context paragraphs deduplicated by
 title (the "open" setting of the data README): one passage per paragraph, id from the title, so
@@ -40,21 +43,27 @@ from searchers.chunking import (
     normalize_space,
     text_paragraphs,
 )
+from searchers.documents import DOCUMENT_SUFFIXES, ConvertedDocument, DocumentError, convert
 from searchers.jsonl import json_objects
 from searchers.passages import Passage
 from searchers.source_filter import SkippedSource, SourceFilterError, walk_folder
 
-CorpusFormat = Literal["auto", "jsonl", "hotpotqa", "flashrag", "musique", "text"]
+CorpusFormat = Literal[
+    "auto", "jsonl", "hotpotqa", "flashrag", "musique", "text", "pdf", "html", "docx"
+]
 FORMATS: tuple[str, ...] = get_args(CorpusFormat)
 # The formats whose rows are questions carrying their own paragraphs (``read_qa_paragraphs``).
 QA_FORMATS: tuple[str, ...] = ("hotpotqa", "flashrag", "musique")
+# The formats converted by ``searchers.documents``.
+DOCUMENT_FORMATS: tuple[str, ...] = ("pdf", "html", "docx")
 
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".rst"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 JSON_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
-# A directory source is walked for these; anything else inside it is ignored, not guessed at
-# (and index directories, hidden and .hoptreeignore'd files are never read: source_filter).
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES
+# A directory source is walked for these; any other file inside it is reported as not read
+# ("unsupported"), not guessed at (index directories, hidden and .hoptreeignore'd files are
+# skipped without a word of blame: source_filter).
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | JSON_SUFFIXES | frozenset(DOCUMENT_SUFFIXES)
 MAX_DIRECTORY_FILES = 1_000_000
 _PEEK_LINES = 50
 
@@ -161,6 +170,8 @@ def detect_format(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
         return "text"
+    if suffix in DOCUMENT_SUFFIXES:
+        return DOCUMENT_SUFFIXES[suffix]
     if suffix not in JSON_SUFFIXES:
         raise CorpusError(
             f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}; "
@@ -189,7 +200,8 @@ def detect_format(path: Path) -> str:
 @dataclass
 class SourceSelection:
     """What ``select_sources`` found: the files to read, in order, and what the folders held
-    that is never read as a source (``searchers.source_filter``), for the caller to report."""
+    that is never read as a source (``searchers.source_filter``), for the caller to report:
+    the files of a type no reader takes have the reason ``unsupported``."""
 
     files: list[Path] = field(default_factory=list)
     skipped: list[SkippedSource] = field(default_factory=list)
@@ -203,7 +215,12 @@ def select_sources(sources: Iterable[Path]) -> SourceSelection:
     for source in sources:
         if source.is_dir():
             try:
-                walk = walk_folder(source, SUPPORTED_SUFFIXES, max_files=MAX_DIRECTORY_FILES)
+                walk = walk_folder(
+                    source,
+                    SUPPORTED_SUFFIXES,
+                    max_files=MAX_DIRECTORY_FILES,
+                    report_unsupported=True,
+                )
             except SourceFilterError as exc:
                 raise CorpusError(str(exc)) from exc
             selection.files.extend(walk.files)
@@ -377,30 +394,111 @@ def read_text(path: Path, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> Iterator[P
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise CorpusError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+        # per file, like a broken PDF: one stray Latin-1 file must not sink a folder's build
+        raise DocumentError(path, "corrupt", f"not UTF-8 text ({exc.reason})") from exc
     file_title = _file_title(path)
     if path.suffix.lower() in MARKDOWN_SUFFIXES:
-        sections = markdown_sections(text)
-        doc_title = next((s.headings[0] for s in sections if len(s.headings) == 1), None)
-        groups = []
-        for section in sections:
-            headings = list(section.headings)
-            if doc_title is not None and headings and headings[0] == doc_title:
-                headings = headings[1:]
-            title = " > ".join([doc_title or file_title, *headings])
-            groups.append((title, section.headings, section.paragraphs))
+        groups = _markdown_groups(text, file_title)
     else:
-        groups = [(file_title, (), text_paragraphs(text))]
+        groups = [_Group(file_title, (), text_paragraphs(text))]
+    yield from _group_passages(path.name, "text", groups, max_tokens)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Paragraphs that share a title: a markdown section, or a PDF page's stretch under one
+    outline heading."""
+
+    title: str
+    headings: tuple[str, ...]
+    paragraphs: list[str]
+    page: int | None = None
+
+
+def _markdown_groups(
+    text: str, file_title: str, doc_title: str | None = None, *, shared_top: bool = False
+) -> list[_Group]:
+    """Markdown sections titled by their heading path under the document title: ``doc_title``
+    (the file's own metadata), else the first top-level heading that has text of its own, else
+    (``shared_top``, converted documents) the one heading every section sits under, else
+    ``file_title``. Markdown files keep the first rules alone, so their chunk ids stay put."""
+    sections = markdown_sections(text)
+    first = next((s.headings[0] for s in sections if len(s.headings) == 1), None)
+    if first is None and shared_top and doc_title is None:
+        tops = {s.headings[0] if s.headings else None for s in sections}
+        first = tops.pop() if len(tops) == 1 else None
+    doc_title = doc_title or first
+    groups = []
+    for section in sections:
+        headings = list(section.headings)
+        if doc_title is not None and headings and headings[0] == doc_title:
+            headings = headings[1:]
+        title = " > ".join([doc_title or file_title, *headings])
+        groups.append(_Group(title, section.headings, section.paragraphs))
+    return groups
+
+
+def _group_passages(
+    source_name: str,
+    fmt: str,
+    groups: Iterable[_Group],
+    max_tokens: int,
+    extra: dict[str, Any] | None = None,
+) -> Iterator[Passage]:
     position = 0
-    for title, headings, paragraphs in groups:
-        for chunk in chunk_paragraphs(paragraphs, max_tokens):
-            metadata: dict[str, Any] = {"source": path.name, "format": "text", "chunk": position}
-            if headings:
-                metadata["headings"] = list(headings)
+    for group in groups:
+        for chunk in chunk_paragraphs(group.paragraphs, max_tokens):
+            metadata: dict[str, Any] = {"source": source_name, "format": fmt, "chunk": position}
+            if group.headings:
+                metadata["headings"] = list(group.headings)
+            if group.page is not None:
+                metadata["page"] = group.page
+            metadata.update(extra or {})
             yield Passage(
-                id=chunk_id(path.name, title, chunk), title=title, text=chunk, metadata=metadata
+                id=chunk_id(source_name, group.title, chunk),
+                title=group.title,
+                text=chunk,
+                metadata=metadata,
             )
             position += 1
+
+
+def _pdf_groups(document: ConvertedDocument, file_title: str) -> list[_Group]:
+    doc_title = document.title or file_title
+    groups = []
+    for part in document.parts:
+        headings = list(part.headings)
+        if headings and headings[0] == doc_title:
+            headings = headings[1:]
+        paragraphs = text_paragraphs(part.text)
+        if paragraphs:
+            title = " > ".join([doc_title, *headings])
+            groups.append(_Group(title, part.headings, paragraphs, part.page))
+    return groups
+
+
+def read_document(
+    path: Path, fmt: str | None = None, *, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> Iterator[Passage]:
+    """A PDF, HTML or DOCX file as passages (``searchers.documents`` converts it); raises
+    ``DocumentError`` (with the reason the build report shows) when it cannot be read.
+
+    The whole file is converted before the first passage is yielded, so a file that fails
+    half-way yields nothing."""
+    fmt = fmt or DOCUMENT_SUFFIXES.get(path.suffix.lower())
+    if fmt not in DOCUMENT_FORMATS:
+        raise CorpusError(f"{path}: not a document format: {fmt!r}")
+    document = convert(path, fmt)  # type: ignore[arg-type]
+    file_title = _file_title(path)
+    if document.format == "pdf":
+        groups = _pdf_groups(document, file_title)
+        extra = {"pages": document.pages} if document.pages else None
+    else:
+        groups = []
+        for part in document.parts:
+            groups.extend(_markdown_groups(part.text, file_title, document.title, shared_top=True))
+        extra = None
+    return _group_passages(path.name, document.format, groups, max_tokens, extra)
 
 
 def resolve_format(path: Path, fmt: str = "auto") -> str:
@@ -421,4 +519,6 @@ def read_passages(
         return read_jsonl(path)
     if resolved in QA_FORMATS:
         return read_qa_paragraphs(path, resolved)
+    if resolved in DOCUMENT_FORMATS:
+        return read_document(path, resolved, max_tokens=max_tokens)
     return read_text(path, max_tokens=max_tokens)

@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from searchers.chunking import DEFAULT_MAX_TOKENS
 from searchers.corpus import CorpusError, file_sha256, read_passages, resolve_format
 from searchers.dense_faiss import DenseConfig, DenseKind, FaissDenseIndex, PassageText
+from searchers.documents import DocumentError
 from searchers.index_dir import (
     DENSE_DIR,
     FORMAT_NAME,
@@ -64,6 +65,17 @@ class SourceReport:
     ingested_at: str = field(default_factory=now_iso)
 
 
+@dataclass(frozen=True)
+class FailedSource:
+    """A file that was not read, and why: ``reason`` is ``unsupported`` (no reader takes its
+    type), ``corrupt``, ``encrypted`` or ``no-text`` (a PDF without a text layer); ``detail``
+    says it for a person. The rest of the batch is read; the CLI exits 3."""
+
+    path: str
+    reason: str
+    detail: str = ""
+
+
 @dataclass
 class BuildReport:
     path: str
@@ -73,6 +85,10 @@ class BuildReport:
     generation: int
     sources: list[SourceReport]
     seconds: float = 0.0
+    # files not read (the caller adds a folder's unsupported files to those that failed here)
+    failed: list[FailedSource] = field(default_factory=list)
+    # what a folder held that is never a source: index and tree stores, hidden, .hoptreeignore'd
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,7 +198,7 @@ def build_index(
 
         base = live if (live is not None and not rebuild) else None
         store = PassageStore.load(base / PASSAGES_FILE) if base is not None else PassageStore()
-        new, reports = _read_new(sources, set(store), max_tokens, report_progress)
+        new, reports, failed = _read_new(sources, set(store), max_tokens, report_progress)
         previous_sources = [] if (old is None or rebuild) else list(old.get("sources", []))
         merged_sources, sources_changed = _merge_sources(previous_sources, reports)
 
@@ -198,6 +214,7 @@ def build_index(
                 generation=int(old["generation"]),
                 sources=reports,
                 seconds=time.monotonic() - started,
+                failed=failed,
             )
 
         generation = (int(old["generation"]) + 1) if old is not None else 1
@@ -236,6 +253,7 @@ def build_index(
             generation=generation,
             sources=reports,
             seconds=time.monotonic() - started,
+            failed=failed,
         )
 
 
@@ -244,30 +262,40 @@ def _read_new(
     known: set[str],
     max_tokens: int,
     report_progress: BuildProgress,
-) -> tuple[list[Passage], list[SourceReport]]:
-    """Every passage of ``sources`` whose id is not in ``known`` (which grows), in source order.
+) -> tuple[list[Passage], list[SourceReport], list[FailedSource]]:
+    """Every passage of ``sources`` whose id is not in ``known`` (which grows), in source order,
+    and the files that could not be read.
 
     All of it is read before anything is written, so a malformed line anywhere fails the build
-    before it has touched the disk.
+    before it has touched the disk. A document that cannot be converted (corrupt, encrypted, no
+    text layer, a text file that is not UTF-8) is a ``FailedSource`` instead: it is one file of
+    a batch, and the others are still worth indexing.
     """
     new: list[Passage] = []
     reports: list[SourceReport] = []
+    failed: list[FailedSource] = []
     for done, spec in enumerate(sources, start=1):
         source_path = Path(spec.path)
         try:
             fmt = resolve_format(source_path, spec.format)
             sha256 = file_sha256(source_path)
-            read = added = 0
-            for passage in read_passages(source_path, fmt, max_tokens=max_tokens):
-                read += 1
-                if passage.id in known:
-                    continue
-                known.add(passage.id)
-                new.append(passage)
-                added += 1
+            # the whole file first: a file that fails half-way adds nothing
+            passages = list(read_passages(source_path, fmt, max_tokens=max_tokens))
             size = source_path.stat().st_size
+        except DocumentError as exc:
+            failed.append(FailedSource(str(source_path), exc.reason, exc.detail))
+            report_progress("read", done, len(sources))
+            continue
         except OSError as exc:
             raise CorpusError(f"{source_path}: {exc}") from exc
+        read = added = 0
+        for passage in passages:
+            read += 1
+            if passage.id in known:
+                continue
+            known.add(passage.id)
+            new.append(passage)
+            added += 1
         reports.append(
             SourceReport(
                 path=str(source_path.resolve()),
@@ -280,7 +308,7 @@ def _read_new(
             )
         )
         report_progress("read", done, len(sources))
-    return new, reports
+    return new, reports, failed
 
 
 def _write_generation(

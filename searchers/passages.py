@@ -8,6 +8,7 @@ dataclasses that serialize to JSON with stable field names (the CLI contract: ``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -16,12 +17,30 @@ from langchain_core.documents import Document
 from searchers.text import content_words, split_sentences_loose
 
 
+def page_of(metadata: Mapping[str, Any] | None) -> int | None:
+    """The 1-based page a passage was read from (PDF), or None: older indexes and other formats
+    have no ``page`` in their metadata, and a malformed one is no page rather than an error."""
+    page = (metadata or {}).get("page")
+    return page if isinstance(page, int) and not isinstance(page, bool) and page > 0 else None
+
+
+def source_label(title: str, page: int | None) -> str:
+    """How a passage is named to a person: its title (the document and heading path), and
+    " p. 7" when it comes from a page of a PDF."""
+    return f"{title} p. {page}" if page is not None else title
+
+
 @dataclass(frozen=True)
 class Passage:
     id: str
     title: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def label(self) -> str:
+        """The title with the page, as citations show it ("Report > Risks p. 7")."""
+        return source_label(self.title, page_of(self.metadata))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "text": self.text, "metadata": self.metadata}
@@ -69,6 +88,10 @@ class Hit:
     @property
     def text(self) -> str:
         return self.passage.text
+
+    @property
+    def label(self) -> str:
+        return self.passage.label
 
     def to_json(self) -> HitRecord:
         return {

@@ -18,6 +18,9 @@ of things below it are never read, whatever their suffix:
 
 None of this is an error: each skip is returned as a ``SkippedSource`` (a folder once, not every
 file below it; a file only when its suffix would have been read), for the caller to report.
+With ``report_unsupported`` a file the rule lets through but whose suffix no reader takes is
+returned too, as ``unsupported``: ``index build`` names every file of a folder it did not read
+(and a ``.hoptreeignore`` line is how to say "these are not meant to be read").
 Files named on the command line are not filtered; the callers read them as asked.
 
 The store layouts are written by ``searchers.index_build`` and ``tree.store``; their names are
@@ -51,7 +54,7 @@ _TREE_VERSION = re.compile(r"(?:\.tmp-)?v-\d+.*")
 
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is a few KB; a larger manifest.json is someone else's
 
-SkipReason = Literal["index", "hidden", "ignored"]
+SkipReason = Literal["index", "hidden", "ignored", "unsupported"]
 
 
 class SourceFilterError(ValueError):
@@ -152,9 +155,13 @@ def _ignored_by(chain: tuple[_IgnoreFile, ...], path: Path, is_dir: bool) -> str
     return f"{ignore.path}: {pattern}" if pattern is not None else str(ignore.path)
 
 
-def walk_folder(folder: Path, suffixes: Collection[str], *, max_files: int) -> FolderWalk:
+def walk_folder(
+    folder: Path, suffixes: Collection[str], *, max_files: int, report_unsupported: bool = False
+) -> FolderWalk:
     """The files below ``folder`` with one of ``suffixes`` (lower case, with the dot) that the
-    rule lets through, sorted; more than ``max_files`` of them is a ``SourceFilterError``."""
+    rule lets through, sorted; more than ``max_files`` of them is a ``SourceFilterError``.
+    ``report_unsupported``: the other files the rule lets through are ``skipped`` as
+    ``unsupported`` (hidden and ignored ones stay unreported)."""
     folder = Path(folder)
     walk = FolderWalk()
     chains: dict[str, tuple[_IgnoreFile, ...]] = {}
@@ -180,9 +187,18 @@ def walk_folder(folder: Path, suffixes: Collection[str], *, max_files: int) -> F
                 chains[os.path.join(root, name)] = chain
         dirs[:] = kept
         for name in names:
-            if Path(name).suffix.lower() not in suffixes:
-                continue  # not a source type: left to the caller's own report
             path = here / name
+            if Path(name).suffix.lower() not in suffixes:
+                if (
+                    report_unsupported
+                    and not name.startswith(".")
+                    and name != IGNORE_FILE
+                    and _ignored_by(chain, path, is_dir=False) is None
+                ):
+                    suffix = Path(name).suffix or "(no suffix)"
+                    detail = f"unsupported file type {suffix}"
+                    walk.skipped.append(SkippedSource(path, "unsupported", detail))
+                continue  # not a source type
             if name.startswith("."):
                 walk.skipped.append(SkippedSource(path, "hidden", "a hidden file"))
             elif (line := _ignored_by(chain, path, is_dir=False)) is not None:

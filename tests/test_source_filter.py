@@ -147,6 +147,7 @@ def test_stores_are_skipped_with_everything_below(tmp_path: Path) -> None:
         "crashed": "index",
         "trees": "index",
         "building": "index",
+        "app/CURRENT": "unsupported",  # a file of the folder no reader takes: named, not hidden
     }
     details = {s.path.name: s.detail for s in selection.skipped}
     assert details["idx"] == "a hoptree index directory"

@@ -102,6 +102,24 @@ def test_build_with_nothing_new_starts_no_model(env: Path, embeddings, tmp_path:
     assert other.exit_code == 2 and "other settings" in other.stderr and "--rebuild" in other.stderr
 
 
+def test_build_names_the_files_it_could_not_read_and_exits_3(
+    env: Path, embeddings, tmp_path: Path
+) -> None:
+    from tests.document_files import make_corrupt_pdf
+
+    index = tmp_path / "index"
+    _prebuild(embeddings, env, index)
+    make_corrupt_pdf(env / "broken.pdf")
+    (env / "photo.png").write_bytes(b"\x89PNG")
+    args = ["tree", "build", "--index", str(index), "--clustering", "leiden"]
+    result = runner.invoke(root, [*args, "--chunk-tokens", "20", "--json", str(env)])
+    assert result.exit_code == 3, result.output
+    assert json.loads(result.stdout)["note"] == "nothing new"  # the readable rest is in the tree
+    stderr = " ".join(result.stderr.split())
+    assert "broken.pdf: not a readable PDF" in stderr
+    assert "photo.png: unsupported file type .png" in stderr
+
+
 def test_build_argument_errors(env: Path, tmp_path: Path) -> None:
     index = ["--index", str(tmp_path / "index")]
     bad = runner.invoke(root, ["tree", "build", *index, "--clustering", "kmeans", str(env)])

@@ -4,6 +4,8 @@ A tree is usually built over whole documents (a book, an article), so most reade
 ``SourceDocument`` per work; a question file is the exception, its paragraphs being the corpus:
 
 - ``.txt`` / ``.md`` (any other extension too): one document per file, id = file stem;
+- ``.pdf`` / ``.html`` / ``.docx``: one document per file, id = file stem, converted by
+  ``searchers.documents`` (the index's own converters; headings kept as markdown lines);
 - ``.jsonl`` QuALITY (one question set per line, ``article`` = the story as HTML lines, repeated
   on every line of the same article): one document per ``article_id``; other JSON lines with a
   ``text`` field are read as ``{"id", "title", "text"}``;
@@ -36,15 +38,29 @@ from searchers.corpus import (
     detect_format,
     read_qa_paragraphs,
 )
+from searchers.documents import DOCUMENT_SUFFIXES
+from searchers.documents import DocumentError as ConversionError
+from searchers.documents import convert as convert_document
 from searchers.source_filter import SourceFilterError, walk_folder
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
 DATA_SUFFIXES = (".json", ".jsonl")
+CONVERTED_SUFFIXES = tuple(DOCUMENT_SUFFIXES)  # .pdf, .html, .htm, .xhtml, .docx
 MAX_FILES = 100_000  # bound on directory expansion (more is an error)
 
 
 class DocumentError(ValueError):
     """A source that cannot be read as documents; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class UnreadFile:
+    """A file of the sources that gave no document, and why (``reason``: ``unsupported``,
+    ``corrupt``, ``encrypted``, ``no-text``); ``tree build`` names it and exits 3."""
+
+    path: Path
+    reason: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -224,15 +240,37 @@ def _text_document(path: Path) -> SourceDocument:
     )
 
 
+def _converted_document(path: Path) -> SourceDocument:
+    """A PDF, HTML or DOCX file as one document: its parts' text, a heading line wherever the
+    heading path changes (the PDF outline; HTML and DOCX text is markdown already)."""
+    converted = convert_document(path)
+    blocks: list[str] = []
+    headings: tuple[str, ...] = ()
+    for part in converted.parts:
+        if part.headings and part.headings != headings:
+            blocks.append(f"{'#' * min(len(part.headings) + 1, 6)} {part.headings[-1]}")
+            headings = part.headings
+        blocks.append(part.text.strip())
+    text = clean_text("\n\n".join(b for b in blocks if b))
+    title = converted.title or guess_title(text, path.stem)
+    return SourceDocument(id=path.stem, title=title, text=text, source=str(path))
+
+
 def select_paths(paths: Sequence[Path]) -> SourceSelection:
     """Files as named, folders walked by the index's own rule (``searchers.source_filter``: no
-    index or tree directories, hidden files or ``.hoptreeignore``'d ones), with what was skipped."""
+    index or tree directories, hidden files or ``.hoptreeignore``'d ones), with what was skipped
+    and (reason ``unsupported``) what no reader takes."""
     selection = SourceSelection()
     for path in paths:
         path = Path(path)
         if path.is_dir():
             try:
-                walk = walk_folder(path, TEXT_SUFFIXES + DATA_SUFFIXES, max_files=MAX_FILES)
+                walk = walk_folder(
+                    path,
+                    TEXT_SUFFIXES + DATA_SUFFIXES + CONVERTED_SUFFIXES,
+                    max_files=MAX_FILES,
+                    report_unsupported=True,
+                )
             except SourceFilterError as exc:
                 raise DocumentError(str(exc)) from exc
             selection.files.extend(walk.files)
@@ -248,15 +286,36 @@ def expand_paths(paths: Sequence[Path]) -> list[Path]:
     return select_paths(paths).files
 
 
-def read_documents(paths: Sequence[Path], only: Sequence[str] = ()) -> list[SourceDocument]:
+def read_documents(
+    paths: Sequence[Path], only: Sequence[str] = (), unread: list[UnreadFile] | None = None
+) -> list[SourceDocument]:
     """Every document in ``paths``, in order, each id once (a QuALITY article repeated on several
-    lines is one document); ``only`` keeps just those ids. Empty documents are dropped."""
+    lines is one document); ``only`` keeps just those ids. Empty documents are dropped.
+
+    With ``unread`` the files that give no document (a folder's unsupported files, a corrupt,
+    encrypted or text-less PDF, HTML or DOCX) are appended to it and the rest are read; without
+    it the first such document is a ``DocumentError``."""
     documents: dict[str, SourceDocument] = {}
-    for path in expand_paths(paths):
+    selection = select_paths(paths)
+    if unread is not None:
+        unread.extend(
+            UnreadFile(s.path, s.reason, s.detail)
+            for s in selection.skipped
+            if s.reason == "unsupported"
+        )
+    for path in selection.files:
         suffix = path.suffix.lower()
-        if suffix == ".jsonl":
+        if suffix in CONVERTED_SUFFIXES:
+            try:
+                found: Iterable[SourceDocument] = [_converted_document(path)]
+            except ConversionError as exc:
+                if unread is None:
+                    raise DocumentError(str(exc)) from exc
+                unread.append(UnreadFile(path, exc.reason, exc.detail))
+                continue
+        elif suffix == ".jsonl":
             qa_format = _question_file_format(path)
-            found: Iterable[SourceDocument] = (
+            found = (
                 _question_file_documents(path, qa_format) if qa_format else _jsonl_documents(path)
             )
         elif suffix == ".json":

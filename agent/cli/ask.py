@@ -94,7 +94,7 @@ def print_result(result: AskResult) -> None:
     table.add_column("title")
     table.add_column("passage")
     for c in result.citations:
-        table.add_row(str(c.n), escape(c.title), _short(c.url or c.text, 140))
+        table.add_row(str(c.n), escape(c.label), _short(c.url or c.text, 140))
     out.print(table)
     out.print(
         f"[dim]{result.seconds:.1f}s, {result.llm_calls} LLM calls, {result.prompt_tokens} prompt +"

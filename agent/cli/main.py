@@ -62,6 +62,10 @@ index_app = typer.Typer(help="Build and inspect index directories.", no_args_is_
 app.add_typer(index_app, name="index")
 
 
+# `index build` read some files but not all (unsupported, corrupt, encrypted, no text layer)
+EXIT_FILES_NOT_READ = 3
+
+
 def _index_dir_or_default(index: Path | None, settings: Settings) -> Path:
     return index if index is not None else settings.default_index_dir
 
@@ -78,20 +82,28 @@ def _usage_error(message: str) -> typer.Exit:
 @index_app.command("build")
 def index_build(
     sources: Annotated[
-        list[Path], typer.Argument(help="files or directories (jsonl, HotpotQA/FlashRAG, text, md)")
+        list[Path],
+        typer.Argument(
+            help="files or folders: jsonl, HotpotQA/FlashRAG/MuSiQue, text, md, pdf, html, docx"
+        ),
     ],
     index: Annotated[
         Path | None, typer.Option("--index", help="index directory (default: the data dir's)")
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="auto|jsonl|hotpotqa|flashrag|text")
+        str,
+        typer.Option("--format", help="auto|jsonl|hotpotqa|flashrag|musique|text|pdf|html|docx"),
     ] = "auto",
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="replace the index with these sources only")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
 ) -> None:
-    """Ingest files or dataset paragraphs; re-runs add only what is new."""
+    """Ingest files or dataset paragraphs; re-runs add only what is new.
+
+    Exit 0 when every file was read, 3 when some were not (an unsupported type, a corrupt or
+    encrypted document, a PDF without a text layer: each is named, the rest is indexed), 2 on a
+    usage error (nothing is written)."""
     from agent.indexing import build, build_progress
     from searchers.corpus import FORMATS, CorpusError
     from searchers.retrieval import RetrievalError
@@ -105,9 +117,10 @@ def index_build(
             report = build(settings, sources, target, fmt=fmt, rebuild=rebuild, progress=progress)
     except (CorpusError, RetrievalError) as exc:
         raise _usage_error(str(exc)) from exc
+    exit_code = EXIT_FILES_NOT_READ if report.failed else 0
     if as_json:
         sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
-        return
+        raise typer.Exit(exit_code)
     table = Table(title=f"index {report.path} (generation {report.generation})")
     for column in ("source", "format", "passages", "added"):
         table.add_column(column, justify="right" if column in ("passages", "added") else "left")
@@ -118,6 +131,29 @@ def index_build(
     out.print(
         f"{verb} {report.added} passage(s); {report.total} in the index; {report.seconds:.1f}s"
     )
+    _print_not_read(report.failed, report.skipped)
+    raise typer.Exit(exit_code)
+
+
+def _print_not_read(failed: list[Any], skipped: list[dict[str, Any]]) -> None:
+    """Every file of the sources that was not read, on stderr: the failed ones (exit 3) as
+    warnings, the deliberately skipped ones (stores, hidden, ignored) dimmed."""
+    from rich.text import Text
+
+    for item in skipped:
+        line = f"skipped {item['path']}: {item.get('detail') or item['reason']}"
+        err.print(Text(line, style="dim"), soft_wrap=True, highlight=False)
+    for item in failed:
+        err.print(
+            Text.assemble(("not read ", "yellow"), f"{item.path}: {item.detail or item.reason}"),
+            soft_wrap=True,
+            highlight=False,
+        )
+    if failed:
+        err.print(
+            f"{len(failed)} file(s) not read (exit {EXIT_FILES_NOT_READ}); the others are indexed",
+            highlight=False,
+        )
 
 
 @index_app.command("info")
@@ -171,7 +207,7 @@ def _print_hits(query: str, hits: list[Any], kind: str) -> None:
     for rank, hit in enumerate(hits, start=1):
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
         table.add_row(
-            str(rank), f"{hit.score:.4f}", escape(hit.title), escape(hit.id), escape(text)
+            str(rank), f"{hit.score:.4f}", escape(hit.label), escape(hit.id), escape(text)
         )
     out.print(table)
 

@@ -67,7 +67,7 @@ def print_result(result: SearchResult) -> None:
     for rank, hit in enumerate(result.hits, start=1):
         text = hit.text if len(hit.text) < 120 else hit.text[:117] + "..."
         table.add_row(
-            str(rank), escape(hit.id), escape(hit.title), f"{hit.score:.3f}", escape(text)
+            str(rank), escape(hit.id), escape(hit.label), f"{hit.score:.3f}", escape(text)
         )
     out.print(table)
 

@@ -18,16 +18,20 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent.progress import ProgressLines
 from tree.build import BuildEvent, ProgressFn, TreeBuildError, TreeConfig
-from tree.documents import DocumentError, SourceDocument, read_documents
+from tree.documents import DocumentError, SourceDocument, UnreadFile, read_documents
 from tree.report import tree_report, ungrounded_summaries
 from tree.store import JOURNAL_FILE, Tree, TreeStoreError, tree_exists
 
 TREE_SUBDIR = "tree"
+# some files of the sources gave no document (as `index build`: unsupported, corrupt, encrypted,
+# no text layer); the others are in the tree
+EXIT_FILES_NOT_READ = 3
 
 tree_app = typer.Typer(help="Build and inspect the RAPTOR tree of an index.", no_args_is_help=True)
 out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
@@ -138,7 +142,10 @@ def _print_report(report: dict[str, Any], title: str) -> None:
 def build(
     sources: Annotated[
         list[Path],
-        typer.Argument(help="text/markdown files, QuALITY .jsonl, L-CiteEval NarrativeQA .json"),
+        typer.Argument(
+            help="text/markdown, pdf, html, docx files or folders, QuALITY .jsonl, "
+            "L-CiteEval NarrativeQA .json"
+        ),
     ],
     index: Annotated[
         Path | None, typer.Option("--index", help="index directory (default: the data dir's)")
@@ -170,7 +177,9 @@ def build(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
-    """Build (or extend) the tree in INDEX/tree; a killed build resumes where it stopped."""
+    """Build (or extend) the tree in INDEX/tree; a killed build resumes where it stopped.
+
+    Exit 3 when some files gave no document (each is named on stderr), 2 on an error."""
     from agent.runtime.runtime import Runtime
     from tree.build import TreeBuilder
     from tree.journal import BuildJournal
@@ -182,10 +191,14 @@ def build(
     if leaves not in ("chunks", "semantic"):
         raise _fail(f"--leaves must be chunks or semantic, not {leaves!r}")
     target = tree_dir_of(index if index is not None else settings.default_index_dir)
+    unread: list[UnreadFile] = []
     try:
-        documents = read_documents(sources, only=only or ())
+        documents = read_documents(sources, only=only or (), unread=unread)
     except DocumentError as exc:
         raise _fail(str(exc)) from exc
+    for item in unread:
+        err.print(f"[yellow]not read[/yellow] {escape(str(item.path))}: {escape(item.detail)}")
+    exit_code = EXIT_FILES_NOT_READ if unread else 0
     if not documents:
         raise _fail("the sources hold no documents with text")
     if concurrency == 0:
@@ -209,7 +222,7 @@ def build(
                 known = {d.id for d in previous.documents}
                 if all(d.id in known for d in documents):
                     _emit(previous, target, as_json, note="nothing new")
-                    return
+                    raise typer.Exit(exit_code)
             journal = BuildJournal(target / JOURNAL_FILE)
             with Runtime(settings) as runtime, build_progress() as progress:
                 builder = TreeBuilder(
@@ -235,6 +248,7 @@ def build(
     except (TreeBuildError, TreeStoreError) as exc:
         raise _fail(str(exc)) from exc
     _emit(tree, target, as_json)
+    raise typer.Exit(exit_code)
 
 
 def _check_extendable(previous: Tree, config: TreeConfig, documents: list[SourceDocument]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent.results import AskResult
-from searchers.passages import Hit, Passage
+from searchers.passages import Hit, Passage, page_of
 from searchers.searcher import SearchResult
 
 
@@ -24,6 +24,7 @@ class CitationOut(BaseModel):
     id: str = Field(description="passage id: read it with read_passage")
     title: str
     url: str | None = None
+    page: int | None = Field(default=None, description="the PDF page the passage is from")
 
 
 class SubQueryOut(BaseModel):
@@ -56,6 +57,7 @@ class HitOut(BaseModel):
     title: str
     score: float
     text: str
+    page: int | None = Field(default=None, description="the PDF page the passage is from")
 
 
 class AttemptOut(BaseModel):
@@ -111,7 +113,10 @@ def ask_output(result: AskResult) -> AskOutput:
         question=result.question,
         short_answer=result.short_answer,
         answer=result.answer,
-        citations=[CitationOut(n=c.n, id=c.id, title=c.title, url=c.url) for c in result.citations],
+        citations=[
+            CitationOut(n=c.n, id=c.id, title=c.title, url=c.url, page=c.page)
+            for c in result.citations
+        ],
         sub_queries=[
             SubQueryOut(
                 id=q.id,
@@ -135,7 +140,10 @@ def ask_output(result: AskResult) -> AskOutput:
 
 
 def hits_out(hits: list[Hit]) -> list[HitOut]:
-    return [HitOut(id=h.id, title=h.title, score=h.score, text=h.text) for h in hits]
+    return [
+        HitOut(id=h.id, title=h.title, score=h.score, text=h.text, page=page_of(h.passage.metadata))
+        for h in hits
+    ]
 
 
 def search_output(result: SearchResult) -> SearchOutput:

@@ -118,7 +118,7 @@ def sources_block(result: AskResult) -> str:
     lines = ["Sources:"]
     for c in result.citations:
         where = f" <{c.url}>" if c.url else f" ({c.id})"
-        lines.append(f"[{c.n}] {c.title or c.id}{where}")
+        lines.append(f"[{c.n}] {c.label}{where}")
     return "\n".join(lines)
 
 

@@ -577,7 +577,7 @@
                 type: "button",
                 class: "cite",
                 "data-n": n,
-                title: citation.title || citation.id,
+                title: citeLabel(citation),
                 text: `[${n}]`,
                 onclick: () => showCitation(n),
               })
@@ -588,6 +588,12 @@
     }
     if (last < text.length) nodes.push(text.slice(last));
     return nodes;
+  }
+
+  // "title p. 7" for a passage from a PDF page (citations from older indexes have no page)
+  function citeLabel(c) {
+    const title = c.title || c.id;
+    return c.page ? `${title} p. ${c.page}` : title;
   }
 
   function renderAnswer(short, long, result) {
@@ -606,7 +612,7 @@
                 "li",
                 {},
                 el("span", { class: "n", text: `[${c.n}]` }),
-                el("button", { type: "button", class: "passage-link", text: c.title || c.id, onclick: () => showCitation(c.n) }),
+                el("button", { type: "button", class: "passage-link", text: citeLabel(c), onclick: () => showCitation(c.n) }),
                 el("span", { class: "sid", text: c.id }),
               ),
             ),
