@@ -19,17 +19,30 @@ from pydantic import BaseModel
 from agent.runtime.chat_models import build_chat_model
 from agent.runtime.embeddings import make_embeddings
 from agent.runtime.gguf_assembly import ProgressFn
+from agent.runtime.usage import SERVER_TIMINGS_KEY
 from agent.settings import Settings
 from searchers.index_build import embedding_dimension
 
 SPEED_PROMPT = "Count from 1 to 60, separated by spaces, and nothing else."
 SPEED_MAX_TOKENS = 96
+# Reading a prompt and writing a reply run at different speeds (on a CPU, prompt reading is
+# compute-bound and a few times faster per token than decoding, which waits on memory); a
+# planner question reads about 2,000 prompt tokens and writes about 400, so doctor measures
+# both. The reading probe is a prompt of about this many tokens the server has not seen.
+READ_PROBE_WORDS = 300
 EMBED_SENTENCES = 512
 
 
 class _Probe(BaseModel):
     city: str
     country: str
+
+
+def _read_probe() -> str:
+    """A prompt no earlier call shares a prefix with (a fresh nonce first), so the server reads
+    all of it and its prompt timing is a reading speed, not a cache hit."""
+    words = " ".join(f"river{i} city{i % 17}" for i in range(READ_PROBE_WORDS // 2))
+    return f"{time.time_ns()} Repeat nothing; reply with one word.\n{words}"
 
 
 def check_llm(settings: Settings, progress: ProgressFn | None = None) -> dict[str, Any]:
@@ -55,6 +68,13 @@ def check_llm(settings: Settings, progress: ProgressFn | None = None) -> dict[st
             out_tokens = int(usage.get("output_tokens", 0))
             report["completion_tokens"] = out_tokens
             report["tokens_per_second"] = round(out_tokens / seconds, 1) if seconds > 0 else None
+            timings = reply.response_metadata.get(SERVER_TIMINGS_KEY) or {}
+            if timings.get("predicted_per_second"):
+                report["decode_tokens_per_second"] = round(timings["predicted_per_second"], 1)
+            read = handle.model.bind(max_tokens=1).invoke([HumanMessage(content=_read_probe())])
+            timings = read.response_metadata.get(SERVER_TIMINGS_KEY) or {}
+            if timings.get("prompt_per_second"):
+                report["prompt_tokens_per_second"] = round(timings["prompt_per_second"], 1)
             structured = handle.model.with_structured_output(_Probe, method="json_schema")
             probe = structured.invoke(
                 [HumanMessage(content="Where is the Eiffel Tower? Give city and country.")]
