@@ -466,6 +466,23 @@ async def test_a_dead_chat_endpoint_is_a_clear_error(index) -> None:
     assert "ConnectionError" in events[-1].data["error"]
 
 
+async def test_an_answer_call_that_fails_leaves_a_degraded_answer_from_the_findings(
+    index,
+) -> None:
+    """The answer call died (a timeout on a starved machine, a dropped connection) after the
+    chain resolved: the run still answers, from its last hop's finding, cited where the
+    answer step showed its passage, and says it is degraded and why."""
+    chat = two_hop_chat()
+    chat.fail = {"answer"}
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    assert result.short_answer == "Seine"
+    assert result.degraded
+    assert any("without the model" in r for r in result.degraded_reasons)
+    assert [c.title for c in result.citations] and all(
+        "Seine" in c.text or "Paris" in c.text for c in result.citations
+    )
+
+
 async def test_bad_questions_are_refused_before_any_call(index) -> None:
     chat = two_hop_chat()
     agent = agent_with(chat, [KeywordSearcher(index)])

@@ -152,6 +152,25 @@ def _notes(findings: list[Finding]) -> str:
     return "\n".join(f"- {f.query}: {f.answer}" for f in findings)
 
 
+def _without_model(
+    findings: list[Finding], sources: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """(short, long) answer of a run whose answer call failed or ran out of time, built from
+    its supported findings, or None when it has none. The last finding is the chain's end (or
+    the one fact asked); each finding becomes a sentence citing its own passage where the
+    answer step shows it. The rules after the call (chain end, comparison, citation check) then
+    apply as to a written answer, and the run is flagged degraded with the reason."""
+    if not findings:
+        return None
+    numbers = {src["id"]: n for n, src in enumerate(sources, start=1)}
+    sentences = []
+    for finding in findings:
+        cited = next((numbers[p] for p in finding.sources if p in numbers), None)
+        mark = f" [{cited}]" if cited is not None else ""
+        sentences.append(f"{finding.query}: {finding.answer}{mark}.")
+    return findings[-1].answer, " ".join(sentences)
+
+
 async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
     run = runtime.context
     cfg = run.planner
@@ -193,10 +212,16 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         step="answer",
         max_tokens=ANSWER_MAX_TOKENS,
     )
-    if reply.value is None:
-        raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
-    raw_short = " ".join(reply.value.short_answer.split())[:300]
-    raw_long = " ".join(reply.value.answer.split())[:2000]
+    errors: list[str] = []
+    if reply.value is not None:
+        raw_short = " ".join(reply.value.short_answer.split())[:300]
+        raw_long = " ".join(reply.value.answer.split())[:2000]
+    else:
+        fallback = _without_model(findings, sources)
+        if fallback is None:
+            raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
+        raw_short, raw_long = fallback
+        errors.append(f"{reply.error}; answered from the findings without the model")
     short, grounded = ground_short_answer(raw_short, texts, state["question"])
     short = pick_choice(short, raw_long, state["question"])
     # a bridge entity is not the answer when the chain it bridges to has a finding
@@ -270,6 +295,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         for src, t in zip(sources, texts, strict=True)
     ]
     return {
+        "errors": errors,
         "short_answer": short,
         "answer": text,
         "citations": citations,
