@@ -25,5 +25,6 @@ async def test_live_lines_come_from_the_agents_run(
     assert any(line.startswith("planned 2 atomic queries") for line in lines)
     assert any("answer written" in line for line in lines)
     assert lines[0].startswith("planning the search (searchers: keywords")
+    assert result.searchers == ["keywords"]  # the result names them too (ask --json)
     quiet = await run_question(agent, QUESTION, None, live=False)
     assert quiet.short_answer == result.short_answer and capsys.readouterr().err == ""
