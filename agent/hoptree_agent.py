@@ -248,6 +248,7 @@ class HoptreeAgent:
             citation_check=dict(state.get("citation_check") or {}),
             degraded=bool(reasons),
             degraded_reasons=reasons,
+            searchers=list(run.searchers),
             usage_by_step=run.tracker.by_step_json(),
         )
 
@@ -296,11 +297,11 @@ async def open_agent(
     its own ``agent.runtime.runtime.Runtime`` and closes it itself: one chat model, one embedded
     server."""
     from agent.runtime.runtime import Runtime
-    from agent.searching import searcher_context
+    from agent.searching import planner_searchers, searcher_context
     from searchers.registry import default_registry
 
     registry = default_registry()
-    names = searchers or list(settings.planner.searchers)
+    names = searchers or planner_searchers(settings, index_dir)
     specs = [registry.get(name) for name in names]  # unknown names fail before any model starts
     needs = sorted({r for spec in specs for r in spec.requires})
     owned = runtime is None

@@ -125,6 +125,9 @@ class AskResult:
     # per planner step (decompose, summarize, verify, answer...): calls, tokens, and the
     # server's prompt and decode milliseconds where it reports them; the profile of a question
     usage_by_step: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the searchers the planner fanned out to (settings, --searcher, or the index's default:
+    # sparse, dense and tree when it has one), so a result says what it was searched with
+    searchers: list[str] = field(default_factory=list)
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -149,6 +152,7 @@ class AskResult:
             "degraded": self.degraded,
             "degraded_reasons": self.degraded_reasons,
             "usage_by_step": self.usage_by_step,
+            "searchers": self.searchers,
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]

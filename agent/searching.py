@@ -10,11 +10,35 @@ from typing import Any
 from agent.es_wiring import es_enabled, es_retrievers
 from agent.indexing import canonical_model_name
 from agent.runtime.runtime import Runtime
-from agent.settings import Settings
+from agent.settings import DEFAULT_PLANNER_SEARCHERS, Settings
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.searcher import SearchBudget, Searcher
 from searchers.verification import VerificationRule
+
+TREE_SUBDIR = "tree"  # where `hoptree tree build` puts an index's RAPTOR tree
+
+
+def index_has_tree(index_dir: Path) -> bool:
+    """Whether ``index_dir`` holds a committed tree (a ``CURRENT`` naming a version), not just
+    the directory a killed first build left behind."""
+    from tree.store import tree_exists
+
+    return tree_exists(Path(index_dir) / TREE_SUBDIR)
+
+
+def planner_searchers(settings: Settings, index_dir: Path) -> list[str]:
+    """The searchers the planner fans out to over ``index_dir``: the ones the settings name
+    when the user set them (an explicit list always wins, even one without the tree);
+    otherwise sparse and dense, plus the tree searcher when the index has a tree, so
+    `hoptree tree build` is all it takes for `hoptree ask` to read the tree's summaries."""
+    chosen = settings.planner.searchers
+    if chosen:
+        return list(chosen)
+    names = list(DEFAULT_PLANNER_SEARCHERS)
+    if index_has_tree(index_dir):
+        names.append("tree")
+    return names
 
 
 def search_budget(runtime: Runtime) -> SearchBudget:
@@ -43,10 +67,10 @@ def searcher_context(
     if "dense" in needs and "dense" not in retrievers:
         model = canonical_model_name(runtime.settings.embeddings.model)
         retrievers["dense"] = index.dense(runtime.embeddings, model)
-    if "tree" in needs and (index_dir / "tree").exists():
+    if "tree" in needs and (index_dir / TREE_SUBDIR).exists():
         from tree.retrieval import TreeRetriever
 
-        retrievers["tree"] = TreeRetriever.open(index_dir / "tree", runtime.embeddings)
+        retrievers["tree"] = TreeRetriever.open(index_dir / TREE_SUBDIR, runtime.embeddings)
     return SearcherContext(
         chat=runtime.chat.model,
         embeddings=runtime.embeddings,

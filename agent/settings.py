@@ -35,6 +35,8 @@ CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 EMBEDDED_RUN_SLOTS = 2
 SERVED_RUN_SLOTS = 32
 DEFAULT_CONFIG_FILE = "hoptree.toml"
+# the planner's searchers when none are set; "tree" joins them over an index that has a tree
+DEFAULT_PLANNER_SEARCHERS = ("sparse", "dense")
 
 LocalModelName = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 VerifyRuleName = Literal["coverage", "llm", "llm_and_coverage", "extract", "extract_and_coverage"]
@@ -228,9 +230,13 @@ class PlannerSettings(BaseModel):
 
     model_config = {"extra": "forbid"}
 
-    searchers: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: ["sparse", "dense"],
-        description="registered searcher names; each becomes a node of the graph",
+    # None is "not chosen": the searchers then follow the index (``agent.searching.
+    # planner_searchers``), so a tree built with `hoptree tree build` is used without a
+    # setting, while a list the user wrote, even sparse,dense, is taken as written.
+    searchers: Annotated[list[str] | None, NoDecode] = Field(
+        None,
+        description="registered searcher names; each becomes a node of the graph. None (the "
+        "default, or an empty value) = sparse, dense, and tree when the index has a tree",
     )
     k: int = Field(10, ge=1, le=100, description="hits asked of each searcher")
     summary_passages: int = Field(
@@ -268,7 +274,13 @@ class PlannerSettings(BaseModel):
         True, description="search the question as written too; an open plan's answer reads it"
     )
 
-    _searchers_list = field_validator("searchers", mode="before")(comma_separated)
+    @field_validator("searchers", mode="before")
+    @classmethod
+    def _searchers_list(cls, value: Any) -> Any:
+        """``a,b`` or a JSON list; an empty value (``HOPTREE_PLANNER__SEARCHERS=``) means the
+        default, the same as not setting it."""
+        value = comma_separated(value)
+        return value or None
 
 
 class ServerSettings(BaseModel):

@@ -95,12 +95,15 @@ def _values(source: Any) -> Mapping[str, Any]:
 
 def studio_options(config: RunnableConfig | None, context: Any = None) -> StudioOptions:
     """``index_dir`` from the run's context, else its configurable, else the settings;
-    ``searchers`` from the configurable, else the settings."""
+    ``searchers`` from the configurable, else the settings (the tree joins sparse and dense
+    when the settings leave them unset and the index has one)."""
+    from agent.searching import planner_searchers
+
     settings = load_settings()
     configurable = _values((config or {}).get("configurable"))
     index_dir = _values(context).get("index_dir") or configurable.get("index_dir")
     index = Path(index_dir or settings.default_index_dir).expanduser()
-    names = comma_separated(configurable.get("searchers")) or list(settings.planner.searchers)
+    names = comma_separated(configurable.get("searchers")) or planner_searchers(settings, index)
     return StudioOptions(settings, index, tuple(names))
 
 

@@ -31,6 +31,7 @@ ROUTES = {
     "hyde": "hyde",
     "rag_answer": "rag_answer",
     "closed_book": "closed_book",
+    "tree_summary": "tree_summary",
 }
 
 Route = str | Callable[[list[BaseMessage]], str]

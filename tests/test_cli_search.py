@@ -107,3 +107,28 @@ def test_real_sparse_search_json(small_index: Path, tmp_path: Path, local_chat) 
     assert out["attempts"] and out["attempts"][0]["operation"] in {"rewrite", "original"}
     assert {"id", "title", "score", "text"} <= set(out["hits"][0])
     assert len(out["hits"]) <= 2
+
+
+def test_search_json_piped_reports_progress_on_stderr(small_index: Path, tmp_path: Path) -> None:
+    """stdout holds the one JSON document; the start and the end of the search are lines on
+    stderr (a stand-alone search may rewrite for minutes on the local model)."""
+    from tests.routed_chat import RoutedChatModel
+    from tests.routed_endpoint import routed_endpoint
+    from tests.test_mcp_cli import rewrite
+
+    with routed_endpoint(RoutedChatModel(routes={"rewrite": rewrite})) as url:
+        env = {
+            "HOPTREE_DATA_DIR": str(tmp_path / "data"),
+            "HOPTREE_LLM__BASE_URL": url,
+            "HOPTREE_LLM__MODEL": "scripted",
+            "HOPTREE_LLM__API_KEY": "unused",
+            "HOPTREE_LLM__MAX_RETRIES": "0",
+            "HOPTREE_BUDGETS__SEARCHER_MAX_LLM_CALLS": "2",
+        }
+        args = ["search", "--index", str(small_index), "--json", "-k", "2", "Tinted Windows gig"]
+        proc = run_hoptree(args, env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["searcher"] == "sparse" and out["hits"][0]["id"] == "p1"
+    assert "sparse searching 'Tinted Windows gig'" in proc.stderr
+    assert f"sparse stopped ({out['stopped']}): " in proc.stderr

@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -16,7 +17,7 @@ from tests.scripted_chat import ScriptedChatModel
 from tests.test_tree_build import ASTRONOMY, BAKING, reply
 from tree.build import TreeBuilder, TreeConfig
 from tree.documents import read_documents
-from tree.store import load_tree, save_tree
+from tree.store import Tree, load_tree, save_tree
 
 root = typer.Typer()
 root.add_typer(tree_app, name="tree")
@@ -155,3 +156,52 @@ def test_build_and_show_with_the_local_model(
     assert again.exit_code == 0, again.output
     last = json.loads(again.stdout)["last_build"]
     assert last["llm_calls"] == 0 and last["summaries_reused"] == 1
+
+
+def test_the_mode_rule() -> None:
+    """--per-document / --one-tree when given; else the extended tree's own mode; else per
+    document for a folder of several documents, one tree for files named one by one."""
+    from agent.cli.tree import tree_mode
+    from tree.documents import SourceDocument
+
+    here = Path(__file__).parent
+    two = [SourceDocument(id=n, title=n, text="x", source=n) for n in ("a", "b")]
+    one = two[:1]
+    assert tree_mode(None, [here], two, None) == "per_document"
+    assert tree_mode(None, [here], one, None) == "single"  # a folder of one document
+    assert tree_mode(None, [here / "a.txt", here / "b.txt"], two, None) == "single"
+    assert tree_mode(False, [here], two, None) == "single"
+    assert tree_mode(True, [here / "a.txt"], one, None) == "per_document"
+    single = Tree(nodes=[], embeddings=np.zeros((0, 4), dtype=np.float32), documents=[])
+    assert tree_mode(None, [here], two, single) == "single"  # extending keeps the tree's mode
+    assert tree_mode(True, [here], two, single) == "per_document"  # (then refused: --rebuild)
+
+
+def test_a_folder_builds_one_tree_per_document_by_default(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real command and runtime, the chat model a scripted endpoint: the books
+    folder gets a tree per book unless --one-tree; the choice is said on stderr."""
+    from tests.child_env import ONNX_EXPORT_DIR
+    from tests.routed_chat import RoutedChatModel
+    from tests.routed_endpoint import routed_endpoint
+
+    chat = RoutedChatModel(routes={"tree_summary": reply})
+    monkeypatch.setenv("HOPTREE_EMBEDDINGS__EXPORT_DIR", ONNX_EXPORT_DIR)
+    monkeypatch.setenv("HOPTREE_LLM__MODEL", "scripted")
+    monkeypatch.setenv("HOPTREE_LLM__API_KEY", "unused")
+    monkeypatch.setenv("HOPTREE_LLM__MAX_RETRIES", "0")
+    args = ["tree", "build", "--clustering", "leiden", "--chunk-tokens", "20", "--json"]
+    with routed_endpoint(chat) as url:
+        monkeypatch.setenv("HOPTREE_LLM__BASE_URL", url)
+        split = runner.invoke(root, [*args, "--index", str(tmp_path / "a"), str(env)])
+        whole = runner.invoke(root, [*args, "--one-tree", "--index", str(tmp_path / "b"), str(env)])
+    assert split.exit_code == 0, split.output
+    report = json.loads(split.stdout)
+    assert report["mode"] == "per_document" and report["documents"] == 2
+    assert "one tree per document (2 documents from a folder" in split.stderr
+    roots = load_tree(tmp_path / "a" / "tree").roots()
+    assert len(roots) >= 2 and all(len({*r.source_ids}) == 1 for r in roots)
+    assert whole.exit_code == 0, whole.output
+    assert json.loads(whole.stdout)["mode"] == "single"
+    assert "one tree per document" not in whole.stderr

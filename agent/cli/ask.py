@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
+from agent.progress import ProgressLines
 from agent.results import AskResult, TraceEvent
 from agent.trace_lines import progress_line
 
@@ -98,21 +100,36 @@ def print_result(result: AskResult) -> None:
     out.print(table)
     out.print(
         f"[dim]{result.seconds:.1f}s, {result.llm_calls} LLM calls, {result.prompt_tokens} prompt +"
-        f" {result.completion_tokens} completion tokens, stopped: {result.stopped}[/dim]"
+        f" {result.completion_tokens} completion tokens, stopped: {result.stopped}"
+        + (f", searchers: {', '.join(result.searchers)}" if result.searchers else "")
+        + "[/dim]"
     )
     for problem in result.errors:
         out.print(f"[yellow]note:[/yellow] {escape(problem)}")
 
 
-async def run_question(agent: Any, question: str, thread_id: str | None, live: bool) -> AskResult:
-    """The agent's answer; with ``live``, each step's progress line on stderr as it happens."""
+def progress_printer() -> Callable[[TraceEvent], None]:
+    """Each step's progress line on stderr as it happens, whatever stdout is (``--json``
+    writes its one document there, and a question on the local model takes minutes): dim on
+    a terminal, timestamped plain lines in a pipe or a log, as the other long commands."""
+    lines = None if err.is_terminal else ProgressLines(err)
 
     def show(event: TraceEvent) -> None:
         line = progress_line(event)
-        if line:
-            err.print(f"[dim]{escape(line)}[/dim]")
+        if not line:
+            return
+        if lines is None:
+            err.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+        else:
+            lines.note(line)
 
-    return await agent.ask(question, thread_id=thread_id, on_event=show if live else None)
+    return show
+
+
+async def run_question(agent: Any, question: str, thread_id: str | None, live: bool) -> AskResult:
+    """The agent's answer; with ``live``, each step's progress line on stderr as it happens."""
+    show = progress_printer() if live else None
+    return await agent.ask(question, thread_id=thread_id, on_event=show)
 
 
 async def _ask(
@@ -124,11 +141,18 @@ async def _ask(
     live: bool,
 ) -> AskResult:
     from agent.hoptree_agent import open_agent
+    from agent.progress import byte_progress
 
-    async with open_agent(
-        settings, index, searchers=searchers, threads=thread is not None
-    ) as agent:
-        return await run_question(agent, question, thread, live)
+    # the first question on the embedded model joins its 1.1 GB file: say so on stderr too
+    with byte_progress("joining the local model") as joining:
+        async with open_agent(
+            settings,
+            index,
+            searchers=searchers,
+            threads=thread is not None,
+            progress=joining if live else None,
+        ) as agent:
+            return await run_question(agent, question, thread, live)
 
 
 def ask_command(
@@ -143,8 +167,15 @@ def ask_command(
         str | None, typer.Option("--thread", help="conversation id; follow-ups can refer back")
     ] = None,
     trace: Annotated[bool, typer.Option("--trace", help="with --json: include the trace")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="no progress lines on stderr")
+    ] = False,
 ) -> None:
-    """Answer a question with the whole planner; print the answer, plan tree and citations."""
+    """Answer a question with the whole planner; print the answer, plan tree and citations.
+
+    Progress goes to stderr, one line per step, with --json too (stdout then holds only the
+    JSON document). The searchers are the settings' (HOPTREE_PLANNER__SEARCHERS) or, unset,
+    sparse and dense plus tree when the index has one; the result names them."""
     from agent.cli.context import settings_or_exit
     from agent.question import QuestionError, clean_question
     from agent.service import AgentError
@@ -154,7 +185,7 @@ def ask_command(
     settings = settings_or_exit()
     try:
         question = clean_question(question, max_chars=settings.server.max_question_chars)
-        result = asyncio.run(_ask(settings, index, question, thread, searcher, live=not as_json))
+        result = asyncio.run(_ask(settings, index, question, thread, searcher, live=not quiet))
     except (QuestionError, SearcherRegistryError, RetrievalError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

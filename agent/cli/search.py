@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from agent.progress import ProgressLines, byte_progress
 from searchers.searcher import Attempt, SearchResult
 
 out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
@@ -95,13 +96,25 @@ def search_command(
     except QuestionError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    with Runtime(settings) as runtime:
+    # progress on stderr whatever stdout is (--json keeps stdout to its one document): the
+    # local model's first join, then one line when the search starts and one when it ends,
+    # since a stand-alone search may spend minutes on its LLM rewrites
+    lines = ProgressLines(err)
+    with (
+        byte_progress("joining the local model") as joining,
+        Runtime(settings, progress=joining) as runtime,
+    ):
         try:
             engine = create_searcher(runtime, index, searcher)
         except (SearcherRegistryError, RetrievalError) as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
+        lines.note(f"{searcher} searching {query!r}")
         result = asyncio.run(engine.search(query, k=k))
+        lines.note(
+            f"{searcher} stopped ({result.stopped}): {len(result.hits)} hit(s), "
+            f"{len(result.attempts)} queries tried, {result.llm_calls} LLM calls"
+        )
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
     else:

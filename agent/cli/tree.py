@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,7 +27,7 @@ from agent.progress import ProgressLines
 from tree.build import BuildEvent, ProgressFn, TreeBuildError, TreeConfig
 from tree.documents import DocumentError, SourceDocument, UnreadFile, read_documents
 from tree.report import tree_report, ungrounded_summaries
-from tree.store import JOURNAL_FILE, Tree, TreeStoreError, tree_exists
+from tree.store import JOURNAL_FILE, Mode, Tree, TreeStoreError, tree_exists
 
 TREE_SUBDIR = "tree"
 # some files of the sources gave no document (as `index build`: unsupported, corrupt, encrypted,
@@ -152,8 +153,14 @@ def build(
     ] = None,
     clustering: Annotated[str, typer.Option("--clustering", help="gmm|leiden")] = "gmm",
     per_document: Annotated[
-        bool, typer.Option("--per-document", help="one tree per document in the same store")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--per-document/--one-tree",
+            help="one tree per document in the same store, or one tree over all documents; "
+            "default: per document for a folder of several documents, one tree otherwise, "
+            "and an existing tree's own mode when adding to it",
+        ),
+    ] = None,
     leaves: Annotated[str, typer.Option("--leaves", help="chunks|semantic")] = "chunks",
     chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", min=16, max=2000)] = 100,
     max_words: Annotated[
@@ -205,7 +212,6 @@ def build(
         concurrency = settings.llm.local_parallel if settings.llm.embedded else 4
     config = TreeConfig(
         clustering=clustering,
-        mode="per_document" if per_document else "single",
         leaves=leaves,  # type: ignore[arg-type]
         chunk_tokens=chunk_tokens,
         max_layers=max_layers,
@@ -217,6 +223,10 @@ def build(
     try:
         with build_lock(target):
             previous = load_tree(target) if tree_exists(target) else None
+            mode = tree_mode(per_document, sources, documents, None if rebuild else previous)
+            if per_document is None:
+                err.print(f"[dim]{_mode_note(mode, len(documents), previous, rebuild)}[/dim]")
+            config = replace(config, mode=mode)
             if previous is not None and not rebuild:
                 _check_extendable(previous, config, documents)
                 known = {d.id for d in previous.documents}
@@ -249,6 +259,34 @@ def build(
         raise _fail(str(exc)) from exc
     _emit(tree, target, as_json)
     raise typer.Exit(exit_code)
+
+
+def tree_mode(
+    per_document: bool | None,
+    sources: list[Path],
+    documents: list[SourceDocument],
+    extending: Tree | None,
+) -> Mode:
+    """``--per-document`` / ``--one-tree`` when given. Otherwise the tree being extended keeps
+    its mode (a mode change needs ``--rebuild``); a new tree over a folder of several
+    documents gets one tree per document, because clusters that mix unrelated documents make
+    summaries that blend them (a small model then invents links between them), while one file
+    or a list of files named one by one stays one tree, as before."""
+    if per_document is not None:
+        return "per_document" if per_document else "single"
+    if extending is not None:
+        return extending.mode
+    folder = any(Path(source).is_dir() for source in sources)
+    return "per_document" if folder and len(documents) > 1 else "single"
+
+
+def _mode_note(mode: Mode, documents: int, previous: Tree | None, rebuild: bool) -> str:
+    if previous is not None and not rebuild:
+        kind = "one tree per document" if mode == "per_document" else "one tree over all"
+        return f"adding to the index's tree, built as {kind}"
+    if mode == "per_document":
+        return f"one tree per document ({documents} documents from a folder; --one-tree for one)"
+    return "one tree over all the documents (--per-document for one tree each)"
 
 
 def _check_extendable(previous: Tree, config: TreeConfig, documents: list[SourceDocument]) -> None:
