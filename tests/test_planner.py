@@ -642,6 +642,30 @@ def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() 
     assert [q for q, _ in kept] == ["city of the Eiffel Tower", "river of #1"]
 
 
+def test_a_planned_query_naming_an_example_name_is_dropped() -> None:
+    """The 1.5B planner copied a made-up name of its examples into a real plan (MuSiQue
+    tuning: "county where the composer of Silver Tide ..."); such a query, and any query
+    built on it, is not searched, while the same word named by the question stays."""
+    from agent.planner.queries import on_topic
+    from agent.planner.shapes import example_names
+    from agent.planner.state import query_key
+
+    assert {"Silver", "Tides", "Elvard"} <= example_names()
+    question = "Which county borders the capital of the state where Johnson Hagood was born?"
+    plan = ["state where Johnson Hagood was born", "county where the composer of Silver Tide "
+            "was born", "capital of #1", "county that borders #3"]  # fmt: skip
+    kept = on_topic([(q, query_key(q)) for q in plan], question)
+    assert [q for q, _ in kept] == [
+        "state where Johnson Hagood was born",
+        "capital of #1",
+        "county that borders #2",
+    ]
+    question = "Who directed the film Silver Tides of Harbrook?"
+    query = "director of Silver Tides of Harbrook"
+    kept = on_topic([(query, query_key(query))], question)
+    assert [q for q, _ in kept] == ["director of Silver Tides of Harbrook"]
+
+
 def test_a_hop_that_asks_when_for_a_question_that_asks_where_asks_for_the_place() -> None:
     """The prompt's "birth year of #1", copied into questions about a place (2Wiki, v3)."""
     from agent.planner.queries import on_topic

@@ -11,6 +11,7 @@ from langgraph.types import Send
 from agent.checks.citations import (
     choices,
 )
+from agent.planner.shapes import copies_an_example
 from agent.planner.state import (
     PlannerRun,
     PlannerState,
@@ -83,6 +84,8 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
             continue
         if not refs and generic(query):
             continue  # "city", "the capitol": a bare noun names nothing to search for
+        if copies_an_example(query, question):
+            continue  # a made-up name of the prompt's examples, not one the question names
         if any(w in key.split() and w[:5] not in prefixes for w in PATTERN_WORDS):
             continue  # the prompt's example relation, copied into an unrelated question
         renumbered = REF.sub(lambda m: f"#{numbers.get(int(m.group(1)), 0)}", query)

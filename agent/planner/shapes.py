@@ -22,6 +22,7 @@ The shapes:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -96,6 +97,31 @@ def question_shape(question: str) -> Shape:
     if _RELATED.search(text) or _POSSESSIVE.search(text) or _CHAIN_MARK.search(body):
         return "composition"
     return "single"
+
+
+_NAME_WORD = re.compile(r"\b[A-Z][a-z]+\b")
+_ARTICLES = frozenset({"The", "A", "An", "Of", "And"})  # capitalized inside a title, no name
+
+
+@functools.cache
+def example_names() -> frozenset[str]:
+    """The made-up names of the example bank, word by word ("Silver", "Tides", "Elvard"): the
+    capitalized words of its questions that are not a question's first word. Measured on
+    MuSiQue tuning: the 1.5B planner searched "county where the composer of Silver Tide..." for
+    a question about a state capital; a planned query naming one of these, where the question
+    does not, copies an example and is dropped."""
+    words: set[str] = set()
+    for group in prompts.example_bank(EXAMPLE_BANK).values():
+        for example in group.examples:
+            words.update(_NAME_WORD.findall(example.question.split(" ", 1)[-1]))
+    return frozenset(words - _ARTICLES)
+
+
+def copies_an_example(query: str, question: str) -> bool:
+    """Does ``query`` name an example's made-up name that ``question`` does not?"""
+    asked = {w.lower() for w in re.findall(r"\w+", question)}
+    names = example_names()
+    return any(w in names and w.lower() not in asked for w in _NAME_WORD.findall(query))
 
 
 def plan_examples(shape: Shape, limit: int = MAX_EXAMPLES) -> str:
