@@ -203,6 +203,25 @@ class FaissDenseIndex:
                 progress(done)
         return done
 
+    def remove(self, passage_ids: Iterable[str]) -> int:
+        """Drop the vectors of ``passage_ids``; returns how many were there.
+
+        The index is rebuilt from the kept rows' stored vectors (FAISS ``reconstruct_n``), in
+        their order, rather than with ``remove_ids``: HNSW cannot delete, and rows must stay
+        aligned with ``ids``. Nothing is re-embedded, so a removal costs no model time."""
+        drop = {pid for pid in passage_ids if pid in self._id_set}
+        if not drop:
+            return 0
+        keep = [row for row, pid in enumerate(self._ids) if pid not in drop]
+        fresh = _new_faiss_index(self.config)
+        if keep:
+            vectors = self._index.reconstruct_n(0, self._index.ntotal)
+            fresh.add(np.ascontiguousarray(vectors[keep], dtype=np.float32))
+        self._index = fresh
+        self._ids = [self._ids[row] for row in keep]
+        self._id_set = set(self._ids)
+        return len(drop)
+
     # ------------------------------------------------------------------ reading
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:

@@ -1,6 +1,6 @@
 """BM25 sparse index on tantivy: the single-machine backend of the sparse retriever.
 
-Schema: ``id`` (raw token, stored: exact lookup, idempotent re-ingest, future deletion),
+Schema: ``id`` (raw token, stored: exact lookup, idempotent re-ingest, deletion),
 ``title`` and ``text`` (stored, analyzed by ``hoptree_en``), ``metadata`` (stored JSON bytes,
 not indexed). Queries search title + text with BM25 and Lucene's default operator OR.
 
@@ -157,6 +157,28 @@ class TantivySparseIndex:
             progress(handled % PROGRESS_EVERY)
         self._index.reload()
         return added
+
+    def remove(self, passage_ids: Iterable[str]) -> int:
+        """Delete the documents of ``passage_ids`` in one commit; returns how many were there.
+        (Tantivy marks them deleted; a later merge reclaims the space.)"""
+        searcher = self._searcher()
+        present = [pid for pid in dict.fromkeys(passage_ids) if searcher.doc_freq("id", pid)]
+        if not present:
+            return 0
+        try:
+            writer = self._index.writer(WRITER_HEAP_BYTES)
+        except ValueError as exc:
+            raise RetrievalError(f"sparse index at {self.path} is locked: {exc}") from exc
+        try:
+            for pid in present:
+                writer.delete_documents_by_term("id", pid)
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.commit()
+        writer.wait_merging_threads()
+        self._index.reload()
+        return len(present)
 
     @staticmethod
     def _document(passage: Passage) -> tantivy.Document:
