@@ -94,6 +94,7 @@ class TantivySparseIndex:
         index.register_tokenizer(TOKENIZER, _analyzer())
         self._index = index
         self.path = path
+        self._gone_noted = False
 
     @classmethod
     def create(cls, path: Path) -> TantivySparseIndex:
@@ -122,7 +123,17 @@ class TantivySparseIndex:
         return opened
 
     def _searcher(self) -> tantivy.Searcher:
-        self._index.reload()
+        try:
+            self._index.reload()
+        except ValueError:
+            if self.path.is_dir():
+                raise
+            # A later build committed a new generation and deleted this one (a long-running
+            # server opened it): the open segments still read, so keep answering from the
+            # generation this reader opened rather than fail every query until a restart.
+            if not self._gone_noted:
+                self._gone_noted = True
+                log.warning("%s was replaced by a newer build; restart to read it", self.path)
         return self._index.searcher()
 
     def add(

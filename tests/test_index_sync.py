@@ -270,3 +270,21 @@ def test_a_tree_is_marked_stale_until_it_is_rebuilt(cli, tmp_path: Path) -> None
         json.loads(cli("index", "info", "--index", str(index), "--json").stdout)["tree_stale"]
         is False
     )
+
+
+def test_a_reader_opened_before_a_removal_keeps_answering(tmp_path: Path, embeddings) -> None:
+    """A server opened the old generation; the removal commits and deletes it. The reader keeps
+    the view it opened (the new one is read after a restart) instead of failing every query."""
+    note, other = tmp_path / "zorblat.txt", tmp_path / "mellow.txt"
+    note.write_text(OLD)
+    other.write_text("The Mellow lake lies north of Quenton city.")
+    index = tmp_path / "idx"
+    _build(index, embeddings, note, other)
+    opened = IndexDir.open(index)
+    sparse = opened.sparse()
+    _build(index, embeddings, remove=[note])
+    assert not opened.data_path.exists()
+    assert [h.text for h in sparse.retrieve("Zorblat river", 1)] == [OLD]
+    assert [h.text for h in IndexDir.open(index).sparse().retrieve("Zorblat Quenton", 5)] == [
+        "The Mellow lake lies north of Quenton city."
+    ]
