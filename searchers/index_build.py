@@ -241,11 +241,11 @@ def build_index(
             {} if (old is None or base is None) else {e["path"]: e for e in old["sources"]}
         )
         owners = load_owners(base, old, store) if (base is not None and old is not None) else {}
+        gone = _sources_to_remove(recorded, remove, sync_roots, sources)  # may refuse: first
         same_chunking = old is not None and old.get("chunking", {}).get("max_tokens") == max_tokens
         reads, failed = _read_sources(
             sources, recorded, owners if same_chunking else {}, max_tokens, report_progress
         )
-        gone = _sources_to_remove(recorded, remove, sync_roots, sources)
 
         new_owners: Owners = {p: ids for p, ids in owners.items() if p not in gone}
         for read in reads:
@@ -254,7 +254,7 @@ def build_index(
         owned_after = {pid for ids in new_owners.values() for pid in ids}
         dropped = {pid for pid in store if pid in owned_before and pid not in owned_after}
         new = _new_passages(reads, set(store))
-        _count_removed(reads, gone, owners, dropped)
+        _count_removed(reads, owners, dropped)
 
         reports = [read.report for read in reads]
         removed_sources = [
@@ -443,7 +443,7 @@ def _new_passages(reads: list[_Read], known: set[str]) -> list[Passage]:
     return new
 
 
-def _count_removed(reads: list[_Read], gone: set[str], owners: Owners, dropped: set[str]) -> None:
+def _count_removed(reads: list[_Read], owners: Owners, dropped: set[str]) -> None:
     """Each changed source's ``removed``: its previous passages that left the index."""
     for read in reads:
         if read.report.change == "changed":
