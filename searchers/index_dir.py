@@ -20,7 +20,10 @@ build that crashes (or is killed) at any point leaves the previous index fully u
 generation is garbage and the next build removes it. Replacing a single file is atomic on POSIX;
 replacing a non-empty directory is not, hence the pointer file rather than a directory swap.
 
-Readers take no lock: they read the manifest once and open the generation it names.
+Readers take no lock: they read the manifest once and open the generation it names. A reader
+that outlives its generation (a server, while ``index sync`` runs) notices the directory is gone
+at its next lookup and opens the generation the manifest names now; until the commit it reads
+the old one, whole.
 
 Why owners: a file that is edited or deleted must take its passages with it, and a passage id
 says nothing of its file (a dataset paragraph may come from several). The owners file maps every
@@ -341,17 +344,24 @@ class IndexDir:
         return self._passages
 
     def sparse(self) -> TantivySparseIndex:
+        """The tantivy retriever; it follows the index to a later build's generation."""
         try:
-            return TantivySparseIndex.open(self.data_path / SPARSE_DIR)
+            sparse = TantivySparseIndex.open(self.data_path / SPARSE_DIR)
         except (OSError, ValueError) as exc:
             raise IndexDirError(f"cannot open the sparse index of {self.path}: {exc}") from exc
+        sparse.reopen = lambda: IndexDir.open(self.path).sparse()
+        return sparse
 
     def dense(self, embeddings: Embeddings, model: str) -> FaissDenseIndex:
         """The FAISS retriever; ``model`` is the configured embedding model's name, checked
         against the one the vectors were made with before any query is embedded."""
         self.check_embedding_model(model)
         self._note_backend(embeddings)
-        return FaissDenseIndex.load(self.data_path / DENSE_DIR, embeddings, self.passages())
+        dense = FaissDenseIndex.load(self.data_path / DENSE_DIR, embeddings, self.passages())
+        # follows the index to a later build's generation (a long-running server)
+        dense.source_path = self.data_path
+        dense.reopen = lambda: IndexDir.open(self.path).dense(embeddings, model)
+        return dense
 
     def _note_backend(self, embeddings: Embeddings) -> None:
         """Another backend of the same model is allowed (the vectors agree within the measured

@@ -95,6 +95,8 @@ class TantivySparseIndex:
         self._index = index
         self.path = path
         self._gone_noted = False
+        # set by ``IndexDir.sparse``: the index's live sparse index, when a build replaced ours
+        self.reopen: Callable[[], TantivySparseIndex] | None = None
 
     @classmethod
     def create(cls, path: Path) -> TantivySparseIndex:
@@ -129,12 +131,28 @@ class TantivySparseIndex:
             if self.path.is_dir():
                 raise
             # A later build committed a new generation and deleted this one (a long-running
-            # server opened it): the open segments still read, so keep answering from the
-            # generation this reader opened rather than fail every query until a restart.
+            # server opened it): follow the index to its new generation when we know how,
+            # else keep answering from the one we opened (its open segments still read)
+            # rather than fail every query until a restart.
+            if self._follow():
+                return self._index.searcher()
             if not self._gone_noted:
                 self._gone_noted = True
                 log.warning("%s was replaced by a newer build; restart to read it", self.path)
         return self._index.searcher()
+
+    def _follow(self) -> bool:
+        if self.reopen is None:
+            return False
+        try:
+            live = self.reopen()
+        except (RetrievalError, OSError, ValueError) as exc:
+            log.warning("cannot follow %s to the index's new generation: %s", self.path, exc)
+            return False
+        log.info("sparse index %s replaced by a newer build: now reading %s", self.path, live.path)
+        self._index, self.path = live._index, live.path
+        self._index.reload()
+        return True
 
     def add(
         self, passages: Iterable[Passage], *, progress: Callable[[int], None] | None = None

@@ -16,6 +16,7 @@ from agent.settings import Settings
 from searchers import index_build as index_build_module
 from searchers.index_build import DenseOptions, SourceSpec, UnknownSourceError, build_index
 from searchers.index_dir import MANIFEST, IndexDir
+from searchers.sparse_tantivy import TantivySparseIndex
 
 MODEL = "all-MiniLM-L6-v2"
 OLD = "The Zorblat river flows through Quenton city. It is 120 km long."
@@ -272,19 +273,27 @@ def test_a_tree_is_marked_stale_until_it_is_rebuilt(cli, tmp_path: Path) -> None
     )
 
 
-def test_a_reader_opened_before_a_removal_keeps_answering(tmp_path: Path, embeddings) -> None:
-    """A server opened the old generation; the removal commits and deletes it. The reader keeps
-    the view it opened (the new one is read after a restart) instead of failing every query."""
+def test_readers_opened_before_a_removal_follow_the_index(tmp_path: Path, embeddings) -> None:
+    """A server opened the old generation; the removal commits and deletes it. Its retrievers
+    read the new generation from their next lookup; a bare tantivy reader (nothing to follow)
+    keeps the view it opened instead of failing every query."""
     note, other = tmp_path / "zorblat.txt", tmp_path / "mellow.txt"
     note.write_text(OLD)
     other.write_text("The Mellow lake lies north of Quenton city.")
     index = tmp_path / "idx"
     _build(index, embeddings, note, other)
     opened = IndexDir.open(index)
-    sparse = opened.sparse()
+    retrievers = {
+        kind: opened.retriever(kind, embeddings=embeddings, model=MODEL)
+        for kind in ("sparse", "dense", "hybrid")
+    }
+    bare = TantivySparseIndex.open(opened.data_path / "sparse")
+    assert OLD in [h.text for h in retrievers["hybrid"].retrieve("Zorblat river", 5)]
+
     _build(index, embeddings, remove=[note])
     assert not opened.data_path.exists()
-    assert [h.text for h in sparse.retrieve("Zorblat river", 1)] == [OLD]
-    assert [h.text for h in IndexDir.open(index).sparse().retrieve("Zorblat Quenton", 5)] == [
-        "The Mellow lake lies north of Quenton city."
-    ]
+    for kind, retriever in retrievers.items():
+        texts = [h.text for h in retriever.retrieve("Zorblat river Quenton", 5)]
+        assert texts == ["The Mellow lake lies north of Quenton city."], kind
+    assert len(retrievers["dense"]) == 1 and retrievers["dense"].get("zorblat") is None
+    assert [h.text for h in bare.retrieve("Zorblat river", 1)] == [OLD]
