@@ -297,3 +297,70 @@ def test_readers_opened_before_a_removal_follow_the_index(tmp_path: Path, embedd
         assert texts == ["The Mellow lake lies north of Quenton city."], kind
     assert len(retrievers["dense"]) == 1 and retrievers["dense"].get("zorblat") is None
     assert [h.text for h in bare.retrieve("Zorblat river", 1)] == [OLD]
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+@pytest.fixture
+def http(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The app in-process (TestClient) with the document routes over a fresh index; the agent
+    is the scripted double: these tests are about the writes."""
+    from fastapi.testclient import TestClient
+    from pydantic import SecretStr
+
+    from agent.serve.api import create_app
+    from agent.serve.documents import DocumentStore
+    from agent.settings import ServerSettings
+    from tests.fake_agent import ScriptedAgent
+
+    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
+    index = tmp_path / "idx"
+    server = ServerSettings(api_key=SecretStr("k"))
+    app = create_app(ScriptedAgent(), server, DocumentStore(settings, index))
+    with TestClient(app, headers={"Authorization": "Bearer k"}) as client:
+        yield client, index
+
+
+def test_documents_over_http_add_replace_and_remove(http, tmp_path: Path, embeddings) -> None:
+    client, index = http
+    assert client.post("/v1/documents", json={"name": "z.txt", "text": OLD}).status_code == 200
+    put = client.post("/v1/documents", json={"name": "z.txt", "text": NEW})
+    assert put.status_code == 200, put.text
+    assert (put.json()["added"], put.json()["removed"], put.json()["total"]) == (1, 1, 1)
+    assert put.json()["sources"][0]["change"] == "changed"
+    for texts in _texts(index, "Zorblat river", embeddings).values():
+        assert texts == [NEW]
+    listed = client.get("/v1/documents").json()["documents"]
+    assert [(d["name"], d["passages"]) for d in listed] == [("z.txt", 1)]
+
+    # a file indexed from the command line is removed by its path
+    cli_file = tmp_path / "mellow.txt"
+    cli_file.write_text("The Mellow lake lies north of Quenton city.")
+    _build(index, embeddings, cli_file)
+    gone = client.delete(f"/v1/documents/{cli_file.resolve()}")
+    assert gone.status_code == 200 and gone.json()["removed"] == 1, gone.text
+    gone = client.delete("/v1/documents/z.txt")
+    assert gone.status_code == 200 and gone.json()["total"] == 0, gone.text
+    assert not (index / "documents" / "z.txt").exists()
+    assert client.delete("/v1/documents/z.txt").status_code == 404
+
+
+def test_documents_over_http_refuse_bad_input_and_need_the_key(http) -> None:
+    client, index = http
+    for body, param in (
+        ({"name": "../escape.txt", "text": "x"}, "plain file name"),
+        ({"name": ".hidden.txt", "text": "x"}, "plain file name"),
+        ({"name": "sheet.xlsx", "text": "x"}, "the index reads"),
+        ({"name": "a.pdf", "content_base64": "not base64!"}, "content_base64"),
+        ({"name": "a.txt"}, None),
+    ):
+        r = client.post("/v1/documents", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert (param or "either") in r.json()["error"]["message"], r.text
+    broken = client.post("/v1/documents", json={"name": "bad.pdf", "content_base64": "JVBERi0="})
+    assert broken.status_code == 422 and broken.json()["error"]["code"] == "corrupt", broken.text
+    assert not (index / "documents" / "bad.pdf").exists()  # a failed upload is not kept
+    for method, path in (("POST", "/v1/documents"), ("DELETE", "/v1/documents/x.txt")):
+        r = client.request(method, path, json={}, headers={"Authorization": "Bearer wrong"})
+        assert r.status_code == 401
