@@ -108,8 +108,12 @@ def _restore(path: Path, previous: bytes | None) -> None:
         _write_atomic(path, previous)
 
 
-def _invalid(message: str, param: str | None = None) -> ApiError:
-    return ApiError(422, message, "invalid_request_error", param=param)
+class DocumentInputError(ValueError):
+    """A document the caller sent that cannot be stored; ``param`` names the field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 def check_name(name: str) -> str:
@@ -124,34 +128,31 @@ def check_name(name: str) -> str:
         or name.startswith(".")
         or "\0" in name
     ):
-        raise ApiError(
-            422,
-            f"name must be a plain file name, not {name!r}",
-            "invalid_request_error",
-            param="name",
-        )
+        raise DocumentInputError(f"name must be a plain file name, not {name!r}", "name")
     if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
         known = " ".join(sorted(SUPPORTED_SUFFIXES))
-        raise ApiError(
-            422, f"{name}: the index reads {known}", "invalid_request_error", param="name"
-        )
+        raise DocumentInputError(f"{name}: the index reads {known}", "name")
     return name
 
 
-def _content(body: DocumentBody) -> bytes:
-    if (body.text is None) == (body.content_base64 is None):
-        raise _invalid("give either text or content_base64")
-    if body.text is not None:
-        return body.text.encode("utf-8")
+def document_bytes(text: str | None, content_base64: str | None) -> bytes:
+    """The file's bytes from exactly one of ``text`` (UTF-8) and ``content_base64``."""
+    if (text is None) == (content_base64 is None):
+        raise DocumentInputError("give either text or content_base64")
+    if text is not None:
+        return text.encode("utf-8")
     try:
-        return base64.b64decode(body.content_base64 or "", validate=True)
+        return base64.b64decode(content_base64 or "", validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ApiError(
-            422,
-            f"content_base64 is not base64: {exc}",
-            "invalid_request_error",
-            param="content_base64",
-        ) from exc
+        raise DocumentInputError(f"content_base64 is not base64: {exc}", "content_base64") from exc
+
+
+def unread_message(report: BuildReport) -> str | None:
+    """Why the document of ``report`` was not indexed, or None when it was."""
+    if not report.failed:
+        return None
+    failed = report.failed[0]
+    return f"{Path(failed.path).name} could not be read ({failed.reason}): {failed.detail}"
 
 
 async def _run_write(step: Any) -> dict[str, Any]:
@@ -169,14 +170,9 @@ async def _run_write(step: Any) -> dict[str, Any]:
         raise ApiError(409, str(exc), "conflict_error", headers={"Retry-After": "5"}) from exc
     except (CorpusError, RetrievalError) as exc:
         raise ApiError(422, str(exc), "invalid_request_error") from exc
-    if report.failed:
-        failed = report.failed[0]
-        raise ApiError(
-            422,
-            f"{Path(failed.path).name} could not be read ({failed.reason}): {failed.detail}",
-            "invalid_request_error",
-            code=failed.reason,
-        )
+    unread = unread_message(report)
+    if unread is not None:
+        raise ApiError(422, unread, "invalid_request_error", code=report.failed[0].reason)
     return report.as_dict()
 
 
@@ -187,8 +183,11 @@ def documents_router(store: DocumentStore) -> APIRouter:
 
     @router.post("/documents", summary="Add or replace a document; the build report")
     async def put_document(body: DocumentBody) -> dict[str, Any]:
-        name = check_name(body.name)
-        data = _content(body)
+        try:
+            name = check_name(body.name)
+            data = document_bytes(body.text, body.content_base64)
+        except DocumentInputError as exc:
+            raise ApiError(422, str(exc), "invalid_request_error", param=exc.param) from exc
         async with lock:
             return await _run_write(lambda: store.put(name, data))
 
