@@ -340,6 +340,8 @@ def test_documents_over_http_add_replace_and_remove(http, tmp_path: Path, embedd
     _build(index, embeddings, cli_file)
     gone = client.delete(f"/v1/documents/{cli_file.resolve()}")
     assert gone.status_code == 200 and gone.json()["removed"] == 1, gone.text
+    for folder in ("..", str(tmp_path), "/"):  # never a folder: one request cannot empty it
+        assert client.delete(f"/v1/documents/{folder}").status_code == 404, folder
     gone = client.delete("/v1/documents/z.txt")
     assert gone.status_code == 200 and gone.json()["total"] == 0, gone.text
     assert not (index / "documents" / "z.txt").exists()

@@ -75,14 +75,19 @@ class DocumentStore:
         return report
 
     def delete(self, source: str) -> BuildReport:
-        """Remove an uploaded document by name, or any source by its recorded path."""
+        """Remove an uploaded document by name, or any source by its exact recorded path.
+        Unlike ``hoptree index remove``, never a folder: one request must not be able to empty
+        the index (``DELETE /v1/documents//``)."""
         from agent.indexing import remove_sources
+        from searchers.index_build import UnknownSourceError
 
         uploaded = self.folder / source
-        is_upload = "/" not in source and uploaded.is_file()
-        report = remove_sources(
-            self.settings, [uploaded if is_upload else Path(source)], self.index_dir
-        )
+        is_upload = "/" not in source and source not in (".", "..") and uploaded.is_file()
+        target = uploaded if is_upload else Path(source)
+        recorded = {str(s.get("path")) for s in self.sources()}
+        if str(target.absolute().resolve()) not in recorded:
+            raise UnknownSourceError(f"not a source of the index: {source}")
+        report = remove_sources(self.settings, [target], self.index_dir)
         if is_upload:
             uploaded.unlink(missing_ok=True)
         return report
