@@ -85,9 +85,14 @@ def build(
     embeddings: Embeddings | None = None,
     progress: BuildProgress | None = None,
     passage_text: PassageText = "title+text",
+    remove: Sequence[Path] = (),
+    sync: bool = False,
 ) -> BuildReport:
-    """Ingest files and directories into ``index_dir`` (create, append, or rebuild).
-    ``passage_text``: what a new index's vectors embed (an existing index keeps its own).
+    """Ingest files and directories into ``index_dir`` (create, append, replace changed files,
+    or rebuild). ``passage_text``: what a new index's vectors embed (an existing index keeps its
+    own). ``remove``: recorded sources (files, or folders of them) to drop. ``sync``: the folders
+    among ``sources`` are made to match the disk, so their indexed files that are gone (deleted,
+    now hidden or ignored) leave the index too.
 
     The report names every file of a folder that was not read: ``failed`` (an unsupported type,
     or a document that could not be converted) and ``skipped`` (stores, hidden, ignored)."""
@@ -110,6 +115,8 @@ def build(
         ),
         max_tokens=opts.chunk_tokens,
         rebuild=rebuild,
+        remove=remove,
+        sync_roots=[s for s in sources if s.is_dir()] if sync else (),
         progress=progress,
     )
     unsupported = [s for s in selection.skipped if s.reason == "unsupported"]
@@ -133,7 +140,36 @@ def build(
             else None,
         )
         log.info("mirrored %d passages into Elasticsearch index %s", sent, settings.es.index)
+        if report.removed:
+            log.warning(
+                "%d passage(s) left the index directory but stay in Elasticsearch index %s: "
+                "the mirror only adds; recreate the cluster index to drop them",
+                report.removed,
+                settings.es.index,
+            )
     return report
+
+
+def remove_sources(
+    settings: Settings,
+    paths: Sequence[Path],
+    index_dir: Path,
+    *,
+    embeddings: Embeddings | None = None,
+    progress: BuildProgress | None = None,
+) -> BuildReport:
+    """Drop the recorded sources at or under ``paths`` (the files may be gone already) with
+    their passages, in one new generation; ``UnknownSourceError`` when a path is no source.
+    The index must exist: a removal never creates one."""
+    IndexDir.open(index_dir)
+    return build(
+        settings,
+        [],
+        index_dir,
+        embeddings=embeddings,
+        progress=progress,
+        remove=[Path(p) for p in paths],
+    )
 
 
 def open_retriever(

@@ -14,7 +14,9 @@ directory's passage store); this index stores vectors and ids only.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +35,8 @@ PassageText = Literal["title+text", "text"]  # what a passage's vector embeds
 INDEX_FILE = "index.faiss"
 IDS_FILE = "ids.json"
 CONFIG_FILE = "config.json"
+
+log = logging.getLogger(__name__)
 DEFAULT_BATCH = 256
 
 
@@ -121,6 +125,31 @@ class FaissDenseIndex:
                 f"dense index dimension {self._index.d} != configured {config.dimension}"
             )
         self._id_set = set(self._ids)
+        # set by ``IndexDir.dense``: where this index was loaded from, and how to load the
+        # index's live one once a build has replaced (and deleted) that directory
+        self.source_path: Path | None = None
+        self.reopen: Callable[[], FaissDenseIndex] | None = None
+        self._follow_lock = threading.Lock()
+
+    def _follow(self) -> None:
+        """Adopt the index's new generation when a build deleted the one this was loaded from
+        (a long-running server): one ``is_dir`` per lookup, a reload only after a commit. If
+        the new one cannot be loaded, the vectors in memory keep answering."""
+        if self.reopen is None or self.source_path is None or self.source_path.is_dir():
+            return
+        with self._follow_lock:
+            if self.source_path.is_dir():
+                return
+            try:
+                live = self.reopen()
+            except (RetrievalError, OSError, ValueError) as exc:
+                log.warning("cannot follow %s to the new generation: %s", self.source_path, exc)
+                self.reopen = None
+                return
+            log.info("dense index %s replaced by a newer build", self.source_path)
+            self.config, self._passages = live.config, live._passages
+            self._index, self._ids, self._id_set = live._index, live._ids, live._id_set
+            self.source_path = live.source_path
 
     # ------------------------------------------------------------------ persistence
 
@@ -203,9 +232,29 @@ class FaissDenseIndex:
                 progress(done)
         return done
 
+    def remove(self, passage_ids: Iterable[str]) -> int:
+        """Drop the vectors of ``passage_ids``; returns how many were there.
+
+        The index is rebuilt from the kept rows' stored vectors (FAISS ``reconstruct_n``), in
+        their order, rather than with ``remove_ids``: HNSW cannot delete, and rows must stay
+        aligned with ``ids``. Nothing is re-embedded, so a removal costs no model time."""
+        drop = {pid for pid in passage_ids if pid in self._id_set}
+        if not drop:
+            return 0
+        keep = [row for row, pid in enumerate(self._ids) if pid not in drop]
+        fresh = _new_faiss_index(self.config)
+        if keep:
+            vectors = self._index.reconstruct_n(0, self._index.ntotal)
+            fresh.add(np.ascontiguousarray(vectors[keep], dtype=np.float32))
+        self._index = fresh
+        self._ids = [self._ids[row] for row in keep]
+        self._id_set = set(self._ids)
+        return len(drop)
+
     # ------------------------------------------------------------------ reading
 
     def retrieve(self, query: str, k: int = 10) -> list[Hit]:
+        self._follow()
         if k <= 0 or not query.strip() or not self._ids:
             return []
         vector = embed_texts(self.embeddings, [query])
@@ -219,6 +268,7 @@ class FaissDenseIndex:
         ``ef_search`` widens (or narrows) one HNSW search without touching the shared index;
         the flat index ignores it.
         """
+        self._follow()
         if k <= 0 or not self._ids:
             return []
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -248,9 +298,11 @@ class FaissDenseIndex:
         return hits
 
     def get(self, passage_id: str) -> Passage | None:
+        self._follow()
         return self._passages.get(passage_id) if passage_id in self._id_set else None
 
     def __len__(self) -> int:
+        self._follow()
         return len(self._ids)
 
     def __contains__(self, passage_id: object) -> bool:

@@ -6,12 +6,14 @@ this wrote, through ``IndexDir``."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
@@ -27,15 +29,20 @@ from searchers.index_dir import (
     LOCK_FILE,
     MANIFEST,
     MAX_GENERATION_DIRS,
+    OWNERS_PREFIX,
     PASSAGES_FILE,
     SPARSE_DIR,
     IndexDirError,
     IndexLockedError,
+    Owners,
     PassageStore,
     check_embedding_model,
     file_entries,
+    load_owners,
     now_iso,
     read_manifest,
+    stale_tree,
+    tree_version,
     write_json_atomic,
 )
 from searchers.locks import LockBusyError, exclusive_lock
@@ -53,6 +60,9 @@ class SourceSpec:
     format: str = "auto"
 
 
+SourceChange = Literal["added", "changed", "unchanged", "removed"]
+
+
 @dataclass
 class SourceReport:
     path: str
@@ -63,13 +73,26 @@ class SourceReport:
     passages: int  # read from the file (after in-file dedupe)
     added: int  # new to the index
     ingested_at: str = field(default_factory=now_iso)
+    # against the index before this build: new path, other content, same content (not re-read)
+    change: SourceChange = "added"
+    removed: int = 0  # passages of its previous content that left the index
+
+
+@dataclass(frozen=True)
+class RemovedSource:
+    """A source that left the index (``index remove``, or gone from a synced folder)."""
+
+    path: str
+    name: str
+    removed: int  # its passages that left the index (those another source also gave stay)
 
 
 @dataclass(frozen=True)
 class FailedSource:
     """A file that was not read, and why: ``reason`` is ``unsupported`` (no reader takes its
     type), ``corrupt``, ``encrypted`` or ``no-text`` (a PDF without a text layer); ``detail``
-    says it for a person. The rest of the batch is read; the CLI exits 3."""
+    says it for a person. The rest of the batch is read; the CLI exits 3. A file that was
+    indexed before keeps its previous passages."""
 
     path: str
     reason: str
@@ -89,9 +112,17 @@ class BuildReport:
     failed: list[FailedSource] = field(default_factory=list)
     # what a folder held that is never a source: index and tree stores, hidden, .hoptreeignore'd
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    removed: int = 0  # passages that left the index (changed and removed sources)
+    removed_sources: list[RemovedSource] = field(default_factory=list)
+    # the index's tree (INDEX/tree) still summarises text that changed: rebuild it
+    tree_stale: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class UnknownSourceError(IndexDirError):
+    """``remove`` named a path that is not (and holds no) source of the index."""
 
 
 @dataclass(frozen=True)
@@ -172,13 +203,21 @@ def build_index(
     dense: DenseOptions | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     rebuild: bool = False,
+    remove: Sequence[Path] = (),
+    sync_roots: Sequence[Path] = (),
     progress: BuildProgress | None = None,
     lock_timeout_s: float = 0.0,
 ) -> BuildReport:
-    """Ingest ``sources`` into the index at ``path``: create, append, or (``rebuild``) replace.
+    """Make the index at ``path`` hold ``sources``: create, append, replace what changed, or
+    (``rebuild``) start over.
 
-    Idempotent by passage id: passages already indexed are skipped, and when nothing is new no
-    generation is written (only the manifest's source list, if a new file brought nothing new).
+    A file indexed before with the same checksum is not read again. A file whose content changed
+    replaces its passages: those its new content no longer gives leave the sparse, dense and
+    passage stores (unless another source gives them too). ``remove`` drops the recorded sources
+    at or under those paths (``UnknownSourceError`` before anything is written when a path
+    matches none); ``sync_roots`` drops the recorded sources under those folders that are not
+    among ``sources`` (a folder made to match the disk). When nothing is new and nothing left,
+    no generation is written (only the manifest and the owners file, if they changed).
     """
     started = time.monotonic()
     path = Path(path)
@@ -198,31 +237,65 @@ def build_index(
 
         base = live if (live is not None and not rebuild) else None
         store = PassageStore.load(base / PASSAGES_FILE) if base is not None else PassageStore()
-        new, reports, failed = _read_new(sources, set(store), max_tokens, report_progress)
-        previous_sources = [] if (old is None or rebuild) else list(old.get("sources", []))
-        merged_sources, sources_changed = _merge_sources(previous_sources, reports)
+        recorded: dict[str, dict[str, Any]] = (
+            {} if (old is None or base is None) else {e["path"]: e for e in old["sources"]}
+        )
+        owners = load_owners(base, old, store) if (base is not None and old is not None) else {}
+        gone = _sources_to_remove(recorded, remove, sync_roots, sources)  # may refuse: first
+        same_chunking = old is not None and old.get("chunking", {}).get("max_tokens") == max_tokens
+        reads, failed = _read_sources(
+            sources, recorded, owners if same_chunking else {}, max_tokens, report_progress
+        )
 
-        if old is not None and base is not None and not new:
-            if sources_changed:
-                manifest = {**old, "sources": merged_sources, "updated_at": now_iso()}
-                write_json_atomic(path / MANIFEST, manifest)
+        new_owners: Owners = {p: ids for p, ids in owners.items() if p not in gone}
+        for read in reads:
+            new_owners[read.report.path] = read.ids
+        owned_before = {pid for ids in owners.values() for pid in ids}
+        owned_after = {pid for ids in new_owners.values() for pid in ids}
+        dropped = {pid for pid in store if pid in owned_before and pid not in owned_after}
+        new = _new_passages(reads, set(store))
+        _count_removed(reads, owners, dropped)
+
+        reports = [read.report for read in reads]
+        removed_sources = [
+            RemovedSource(p, Path(p).name, len(set(owners.get(p, [])) & dropped)) for p in gone
+        ]
+        entries, sources_changed = _merge_sources(list(recorded.values()), reports, gone)
+        touched = [r.path for r in reports if r.change == "changed"] + list(gone)
+        tree = _tree_record(path, old if base is not None else None, touched)
+        owners_changed = base is None or old is None or new_owners != owners
+        owners_changed = owners_changed or not isinstance(old.get("owners"), dict)
+
+        def finish(changed: bool, total: int, generation: int) -> BuildReport:
             return BuildReport(
                 path=str(path),
-                changed=sources_changed,
-                added=0,
-                total=int(old["passages"]),
-                generation=int(old["generation"]),
+                changed=changed,
+                added=len(new),
+                total=total,
+                generation=generation,
                 sources=reports,
                 seconds=time.monotonic() - started,
                 failed=failed,
+                removed=len(dropped),
+                removed_sources=removed_sources,
+                tree_stale=stale_tree(path, {"tree": tree}) is not None,
             )
+
+        if old is not None and base is not None and live is not None and not new and not dropped:
+            if sources_changed or owners_changed or tree != old.get("tree"):
+                manifest = {**old, "sources": entries, "updated_at": now_iso()}
+                manifest["owners"] = _write_owners(live, new_owners, old)
+                _set_tree(manifest, tree)
+                write_json_atomic(path / MANIFEST, manifest)
+                _sweep_owners(live, manifest)
+            return finish(sources_changed, int(old["passages"]), int(old["generation"]))
 
         generation = (int(old["generation"]) + 1) if old is not None else 1
         data = path / f"{GENERATION_PREFIX}{generation:06d}"
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir()
         components = _write_generation(
-            data, base, store, new, embeddings, dense or DenseOptions(), report_progress
+            data, base, store, new, dropped, embeddings, dense or DenseOptions(), report_progress
         )
         now = now_iso()
         manifest = {
@@ -237,78 +310,224 @@ def build_index(
                 "dimension": components["dense"]["dimension"],
                 **_backends_entry(old if base is not None else None, embeddings),
             },
-            "passages": len(store),
+            "passages": components["passages"]["count"],
             "chunking": {"max_tokens": max_tokens},
             "components": components,
-            "sources": merged_sources,
+            "sources": entries,
+            "owners": _write_owners(data, new_owners, old if base is not None else None),
         }
+        _set_tree(manifest, tree)
         write_json_atomic(path / MANIFEST, manifest)  # the commit point
         if live is not None and live != data:
             shutil.rmtree(live, ignore_errors=True)
-        return BuildReport(
-            path=str(path),
-            changed=True,
-            added=len(new),
-            total=len(store),
-            generation=generation,
-            sources=reports,
-            seconds=time.monotonic() - started,
-            failed=failed,
-        )
+        return finish(True, components["passages"]["count"], generation)
 
 
-def _read_new(
+@dataclass
+class _Read:
+    """One source as this build saw it: its report, the ids it gives (file order) and, when it
+    was read (not unchanged), its passages."""
+
+    report: SourceReport
+    ids: list[str]
+    passages: list[Passage] = field(default_factory=list)
+
+
+def _read_sources(
     sources: Sequence[SourceSpec],
-    known: set[str],
+    recorded: dict[str, dict[str, Any]],
+    owners: Owners,
     max_tokens: int,
     report_progress: BuildProgress,
-) -> tuple[list[Passage], list[SourceReport], list[FailedSource]]:
-    """Every passage of ``sources`` whose id is not in ``known`` (which grows), in source order,
-    and the files that could not be read.
+) -> tuple[list[_Read], list[FailedSource]]:
+    """Every source's passages, and the files that could not be read.
 
-    All of it is read before anything is written, so a malformed line anywhere fails the build
-    before it has touched the disk. A document that cannot be converted (corrupt, encrypted, no
-    text layer, a text file that is not UTF-8) is a ``FailedSource`` instead: it is one file of
-    a batch, and the others are still worth indexing.
+    A file whose checksum, format and owners are already recorded is not read again (a PDF's
+    conversion is the slow part of a re-sync). All of it is read before anything is written,
+    so a malformed line anywhere fails the build before it has touched the disk. A document
+    that cannot be converted (corrupt, encrypted, no text layer, a text file that is not UTF-8)
+    is a ``FailedSource`` instead: it is one file of a batch, and the others are still worth
+    indexing.
     """
-    new: list[Passage] = []
-    reports: list[SourceReport] = []
+    reads: list[_Read] = []
     failed: list[FailedSource] = []
+    seen: set[str] = set()
     for done, spec in enumerate(sources, start=1):
         source_path = Path(spec.path)
+        key = str(source_path.resolve())
+        if key in seen:  # named twice (a file and its folder): read once
+            report_progress("read", done, len(sources))
+            continue
+        seen.add(key)
+        before = recorded.get(key)
         try:
             fmt = resolve_format(source_path, spec.format)
             sha256 = file_sha256(source_path)
+            size = source_path.stat().st_size
+            if (
+                before is not None
+                and before.get("sha256") == sha256
+                and before.get("format") == fmt
+                and key in owners
+            ):
+                unchanged = SourceReport(
+                    path=key,
+                    name=source_path.name,
+                    format=fmt,
+                    sha256=sha256,
+                    size=size,
+                    passages=int(before.get("passages", len(owners[key]))),
+                    added=0,
+                    ingested_at=str(before.get("ingested_at") or now_iso()),
+                    change="unchanged",
+                )
+                reads.append(_Read(unchanged, list(owners[key])))
+                report_progress("read", done, len(sources))
+                continue
             # the whole file first: a file that fails half-way adds nothing
             passages = list(read_passages(source_path, fmt, max_tokens=max_tokens))
-            size = source_path.stat().st_size
         except DocumentError as exc:
             failed.append(FailedSource(str(source_path), exc.reason, exc.detail))
+            if before is not None and key in owners:  # keeps what it gave until it reads again
+                reads.append(_Read(_kept_report(before), list(owners[key])))
             report_progress("read", done, len(sources))
             continue
         except OSError as exc:
             raise CorpusError(f"{source_path}: {exc}") from exc
-        read = added = 0
-        for passage in passages:
-            read += 1
+        ids = list(dict.fromkeys(p.id for p in passages))
+        if before is None:
+            change: SourceChange = "added"
+        elif before.get("sha256") == sha256:
+            change = "unchanged"
+        else:
+            change = "changed"
+        report = SourceReport(
+            path=key,
+            name=source_path.name,
+            format=fmt,
+            sha256=sha256,
+            size=size,
+            passages=len(ids),
+            added=0,
+            change=change,
+        )
+        reads.append(_Read(report, ids, passages))
+        report_progress("read", done, len(sources))
+    return reads, failed
+
+
+def _kept_report(entry: dict[str, Any]) -> SourceReport:
+    """The recorded entry of a file that could not be read this time (it stays as it was)."""
+    fields = {k: entry[k] for k in ("path", "name", "format", "sha256", "size") if k in entry}
+    return SourceReport(
+        **fields,
+        passages=int(entry.get("passages", 0)),
+        added=0,
+        ingested_at=str(entry.get("ingested_at") or now_iso()),
+        change="unchanged",
+    )
+
+
+def _new_passages(reads: list[_Read], known: set[str]) -> list[Passage]:
+    """Passages whose id is not in ``known``, in source order; each source's ``added`` set."""
+    new: list[Passage] = []
+    for read in reads:
+        added = 0
+        for passage in read.passages:
             if passage.id in known:
                 continue
             known.add(passage.id)
             new.append(passage)
             added += 1
-        reports.append(
-            SourceReport(
-                path=str(source_path.resolve()),
-                name=source_path.name,
-                format=fmt,
-                sha256=sha256,
-                size=size,
-                passages=read,
-                added=added,
-            )
+        read.report.added = added
+    return new
+
+
+def _count_removed(reads: list[_Read], owners: Owners, dropped: set[str]) -> None:
+    """Each changed source's ``removed``: its previous passages that left the index."""
+    for read in reads:
+        if read.report.change == "changed":
+            read.report.removed = len(set(owners.get(read.report.path, [])) & dropped)
+
+
+def _under(path: str, root: Path) -> bool:
+    return Path(path) == root or Path(path).is_relative_to(root)
+
+
+def _sources_to_remove(
+    recorded: dict[str, dict[str, Any]],
+    remove: Sequence[Path],
+    sync_roots: Sequence[Path],
+    sources: Sequence[SourceSpec],
+) -> set[str]:
+    """The recorded source paths this build drops: those at or under a ``remove`` path (each
+    must match one), and those under a ``sync_roots`` folder that ``sources`` no longer holds."""
+    gone: set[str] = set()
+    unknown: list[str] = []
+    for target in remove:
+        root = Path(target).absolute().resolve()
+        matched = {p for p in recorded if _under(p, root)}
+        if not matched:
+            unknown.append(str(target))
+        gone |= matched
+    if unknown:
+        raise UnknownSourceError(
+            f"not a source of the index: {', '.join(unknown)} "
+            "(hoptree index info lists the sources)"
         )
-        report_progress("read", done, len(sources))
-    return new, reports, failed
+    present = {str(Path(spec.path).resolve()) for spec in sources}
+    for folder in sync_roots:
+        root = Path(folder).absolute().resolve()
+        gone |= {p for p in recorded if _under(p, root) and p not in present}
+    return gone
+
+
+def _tree_record(
+    path: Path, old: dict[str, Any] | None, touched: list[str]
+) -> dict[str, Any] | None:
+    """The manifest's ``tree`` record after this build: the sources changed or removed since
+    the index's tree was built, accumulated while that tree stands (``index_dir.stale_tree``)."""
+    previous = stale_tree(path, old) if old is not None else None
+    version = tree_version(path)
+    if version is None or not touched:
+        return previous
+    sources = sorted(set((previous or {}).get("sources", [])) | set(touched))
+    return {
+        "stale": True,
+        "tree_version": version,
+        "since": (previous or {}).get("since") or now_iso(),
+        "sources": sources,
+    }
+
+
+def _set_tree(manifest: dict[str, Any], record: dict[str, Any] | None) -> None:
+    if record is None:
+        manifest.pop("tree", None)
+    else:
+        manifest["tree"] = record
+
+
+def _write_owners(data: Path, owners: Owners, old: dict[str, Any] | None) -> dict[str, Any]:
+    """Write the owners map into generation ``data`` under a name no reader knows yet (the
+    manifest that names it is the commit); its manifest entry."""
+    serial = 1
+    if old is not None and isinstance(old.get("owners"), dict):
+        serial = int(old["owners"].get("serial", 0)) + 1
+    name = f"{OWNERS_PREFIX}{serial:06d}.json"
+    target = data / name
+    with target.open("w", encoding="utf-8") as fh:
+        json.dump(owners, fh, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return {"file": name, "serial": serial, "sources": len(owners), "sha256": file_sha256(target)}
+
+
+def _sweep_owners(data: Path, manifest: dict[str, Any]) -> None:
+    """Remove the owners files of ``data`` that the committed manifest does not name."""
+    keep = str((manifest.get("owners") or {}).get("file") or "")
+    for file in data.glob(f"{OWNERS_PREFIX}*.json"):
+        if file.name != keep:
+            file.unlink(missing_ok=True)
 
 
 def _write_generation(
@@ -316,13 +535,21 @@ def _write_generation(
     base: Path | None,
     store: PassageStore,
     new: list[Passage],
+    dropped: set[str],
     embeddings: Embeddings,
     options: DenseOptions,
     report_progress: BuildProgress,
 ) -> dict[str, Any]:
     """Fill the new generation ``data``: a copy of ``base`` (the live generation, None for a
-    fresh index) plus ``new``. Returns the manifest's component entries. Never touches ``base``."""
-    if base is not None:
+    fresh index) without the ``dropped`` ids, plus ``new``. Returns the manifest's component
+    entries. Never touches ``base``: a removal is a copy that leaves passages out."""
+    if dropped:  # a fresh store of the kept passages, in their order
+        kept = PassageStore(data / PASSAGES_FILE)
+        for pid, passage in store.items():
+            if pid not in dropped:
+                kept[pid] = passage
+        store = kept
+    elif base is not None:
         shutil.copyfile(base / PASSAGES_FILE, data / PASSAGES_FILE)
     store.path = data / PASSAGES_FILE
     for passage in new:
@@ -331,6 +558,7 @@ def _write_generation(
     if base is not None:
         shutil.copytree(base / SPARSE_DIR, data / SPARSE_DIR)
         sparse = TantivySparseIndex.open(data / SPARSE_DIR)
+        sparse.remove(dropped)
     else:
         sparse = TantivySparseIndex.create(data / SPARSE_DIR)
     sparse_done = 0
@@ -344,6 +572,7 @@ def _write_generation(
 
     if base is not None:  # the live index keeps its kind and parameters
         dense = FaissDenseIndex.load(base / DENSE_DIR, embeddings, store)
+        dense.remove(dropped)
     else:
         config = DenseConfig(
             dimension=embedding_dimension(embeddings),
@@ -389,15 +618,19 @@ def _write_generation(
 
 
 def _merge_sources(
-    previous: list[dict[str, Any]], current: list[SourceReport]
+    previous: list[dict[str, Any]], current: list[SourceReport], gone: set[str]
 ) -> tuple[list[dict[str, Any]], bool]:
     """The manifest's source list after this build: one entry per file path, the latest
-    checksum winning; whether anything differs from before."""
-    merged = {entry["path"]: entry for entry in previous}
-    changed = False
+    checksum and passage count winning, the ``gone`` ones out; whether anything differs."""
+    merged = {entry["path"]: entry for entry in previous if entry["path"] not in gone}
+    changed = len(merged) != len(previous)
     for report in current:
         before = merged.get(report.path)
+        entry = {k: v for k, v in asdict(report).items() if k not in ("change", "removed")}
         if before is None or before.get("sha256") != report.sha256:
-            merged[report.path] = asdict(report)
+            merged[report.path] = entry
+            changed = True
+        elif before.get("passages") != report.passages:
+            merged[report.path] = {**before, "passages": report.passages}
             changed = True
     return list(merged.values()), changed

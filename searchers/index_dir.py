@@ -10,6 +10,8 @@ Layout::
         passages.jsonl     id -> Passage store, one JSON object per line, insertion order
         sparse/            tantivy (searchers.sparse_tantivy)
         dense/             FAISS: index.faiss, ids.json (row i = ids[i]), config.json
+        owners-000003.json which passage ids each source file gave (the manifest names it)
+      tree/                the RAPTOR tree, if one was built (``tree.store``; not this module's)
 
 Why generations: a build never writes into the live files. It copies the live generation into a
 new ``gen-N+1`` directory, appends there, and then replaces ``manifest.json`` with one atomic
@@ -18,7 +20,19 @@ build that crashes (or is killed) at any point leaves the previous index fully u
 generation is garbage and the next build removes it. Replacing a single file is atomic on POSIX;
 replacing a non-empty directory is not, hence the pointer file rather than a directory swap.
 
-Readers take no lock: they read the manifest once and open the generation it names.
+Readers take no lock: they read the manifest once and open the generation it names. A reader
+that outlives its generation (a server, while ``index sync`` runs) notices the directory is gone
+at its next lookup and opens the generation the manifest names now; until the commit it reads
+the old one, whole.
+
+Why owners: a file that is edited or deleted must take its passages with it, and a passage id
+says nothing of its file (a dataset paragraph may come from several). The owners file maps every
+source path to the ids it gave; a passage goes when no source owns it any more. It is a file of
+its own, named by the manifest, so a build that only changes ownership (a copy of a known file)
+writes a new owners file into the live generation and commits it with the manifest, without
+copying the generation. Indexes built before owners existed get them from the passages'
+``metadata.source`` (the file name: text and documents; dataset lines carry none, and are owned
+from the next time their file is read).
 """
 
 from __future__ import annotations
@@ -52,6 +66,9 @@ PASSAGES_FILE = "passages.jsonl"
 SPARSE_DIR = "sparse"
 DENSE_DIR = "dense"
 GENERATION_PREFIX = "gen-"
+OWNERS_PREFIX = "owners-"
+TREE_DIR = "tree"  # INDEX/tree: the RAPTOR tree (tree.store); its pointer file names the version
+TREE_POINTER = "CURRENT"
 MAX_GENERATION_DIRS = 10_000  # bound on the stale-generation sweep
 
 RetrieverKind = Literal["sparse", "dense", "hybrid"]
@@ -77,8 +94,9 @@ class PassageStore(MutableMapping[str, Passage]):
     """An append-only JSON-lines file with an in-memory id -> Passage map.
 
     New passages are kept pending until ``flush`` appends them, so a build writes the file once.
-    Deleting is refused: ids are the unit of idempotent ingest, and a deletion would have to reach
-    the sparse and dense indexes too (rebuild instead).
+    Deleting is refused: a deletion has to reach the sparse and dense indexes too, so a build that
+    drops passages writes a new store of the kept ones in a new generation
+    (``searchers.index_build``) instead of editing this one.
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -215,6 +233,69 @@ def check_embedding_model(
         )
 
 
+Owners = dict[str, list[str]]  # source path -> the passage ids it gave, in file order
+
+
+def load_owners(data_path: Path, manifest: dict[str, Any], store: PassageStore) -> Owners:
+    """The owners map of a committed generation; derived from ``metadata.source`` for an index
+    written before owners were recorded (see the module docstring)."""
+    entry = manifest.get("owners")
+    if isinstance(entry, dict) and entry.get("file"):
+        owners_path = data_path / str(entry["file"])
+        try:
+            data = json.loads(owners_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexDirError(f"unreadable {owners_path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise IndexDirError(f"{owners_path} is not an owners map")
+        return {str(k): [str(i) for i in v] for k, v in data.items()}
+    by_name: dict[str, list[str]] = {}
+    for passage in store.values():
+        name = passage.metadata.get("source")
+        if isinstance(name, str):
+            by_name.setdefault(name, []).append(passage.id)
+    owners: Owners = {}
+    for source in manifest.get("sources", []):
+        ids = by_name.get(Path(str(source["path"])).name)
+        if ids:
+            owners[str(source["path"])] = list(ids)
+    return owners
+
+
+def tree_version(index_path: Path) -> str | None:
+    """The version directory ``INDEX/tree/CURRENT`` names, or None without a tree."""
+    try:
+        return (Path(index_path) / TREE_DIR / TREE_POINTER).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def stale_tree(index_path: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest's ``tree`` record while it still applies, else None.
+
+    A build that drops or replaces passages of an index with a tree records which sources
+    changed (``searchers.index_build``); the tree's summaries still say what those files said.
+    The record applies until the tree is rebuilt: a tree made after the record (its
+    ``created_at``; extending a tree keeps the old date, and the old documents) clears it."""
+    record = manifest.get("tree")
+    if not isinstance(record, dict) or not record.get("stale"):
+        return None
+    version = tree_version(index_path)
+    if version is None:
+        return None  # the tree was deleted
+    if version == record.get("tree_version"):
+        return record
+    try:
+        tree_doc = Path(index_path) / TREE_DIR / version / "tree.json"
+        with tree_doc.open(encoding="utf-8") as fh:
+            created = str(json.load(fh).get("created_at") or "")
+        if created and datetime.fromisoformat(created) > datetime.fromisoformat(record["since"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # an unreadable tree is not a fresh one
+    return record
+
+
 # --------------------------------------------------------------------------- reading an index
 
 
@@ -263,17 +344,24 @@ class IndexDir:
         return self._passages
 
     def sparse(self) -> TantivySparseIndex:
+        """The tantivy retriever; it follows the index to a later build's generation."""
         try:
-            return TantivySparseIndex.open(self.data_path / SPARSE_DIR)
+            sparse = TantivySparseIndex.open(self.data_path / SPARSE_DIR)
         except (OSError, ValueError) as exc:
             raise IndexDirError(f"cannot open the sparse index of {self.path}: {exc}") from exc
+        sparse.reopen = lambda: IndexDir.open(self.path).sparse()
+        return sparse
 
     def dense(self, embeddings: Embeddings, model: str) -> FaissDenseIndex:
         """The FAISS retriever; ``model`` is the configured embedding model's name, checked
         against the one the vectors were made with before any query is embedded."""
         self.check_embedding_model(model)
         self._note_backend(embeddings)
-        return FaissDenseIndex.load(self.data_path / DENSE_DIR, embeddings, self.passages())
+        dense = FaissDenseIndex.load(self.data_path / DENSE_DIR, embeddings, self.passages())
+        # follows the index to a later build's generation (a long-running server)
+        dense.source_path = self.data_path
+        dense.reopen = lambda: IndexDir.open(self.path).dense(embeddings, model)
+        return dense
 
     def _note_backend(self, embeddings: Embeddings) -> None:
         """Another backend of the same model is allowed (the vectors agree within the measured
@@ -325,4 +413,11 @@ class IndexDir:
                     )
                 elif file_sha256(file) != expected["sha256"]:
                     problems.append(f"{name}: {rel} checksum differs from the manifest")
+        owners = self.manifest.get("owners")
+        if isinstance(owners, dict) and owners.get("file"):
+            file = self.data_path / str(owners["file"])
+            if not file.is_file():
+                problems.append(f"owners: missing {owners['file']}")
+            elif file_sha256(file) != owners.get("sha256"):
+                problems.append(f"owners: {owners['file']} checksum differs from the manifest")
         return problems

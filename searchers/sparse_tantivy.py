@@ -1,6 +1,6 @@
 """BM25 sparse index on tantivy: the single-machine backend of the sparse retriever.
 
-Schema: ``id`` (raw token, stored: exact lookup, idempotent re-ingest, future deletion),
+Schema: ``id`` (raw token, stored: exact lookup, idempotent re-ingest, deletion),
 ``title`` and ``text`` (stored, analyzed by ``hoptree_en``), ``metadata`` (stored JSON bytes,
 not indexed). Queries search title + text with BM25 and Lucene's default operator OR.
 
@@ -94,6 +94,9 @@ class TantivySparseIndex:
         index.register_tokenizer(TOKENIZER, _analyzer())
         self._index = index
         self.path = path
+        self._gone_noted = False
+        # set by ``IndexDir.sparse``: the index's live sparse index, when a build replaced ours
+        self.reopen: Callable[[], TantivySparseIndex] | None = None
 
     @classmethod
     def create(cls, path: Path) -> TantivySparseIndex:
@@ -122,8 +125,34 @@ class TantivySparseIndex:
         return opened
 
     def _searcher(self) -> tantivy.Searcher:
-        self._index.reload()
+        try:
+            self._index.reload()
+        except ValueError:
+            if self.path.is_dir():
+                raise
+            # A later build committed a new generation and deleted this one (a long-running
+            # server opened it): follow the index to its new generation when we know how,
+            # else keep answering from the one we opened (its open segments still read)
+            # rather than fail every query until a restart.
+            if self._follow():
+                return self._index.searcher()
+            if not self._gone_noted:
+                self._gone_noted = True
+                log.warning("%s was replaced by a newer build; restart to read it", self.path)
         return self._index.searcher()
+
+    def _follow(self) -> bool:
+        if self.reopen is None:
+            return False
+        try:
+            live = self.reopen()
+        except (RetrievalError, OSError, ValueError) as exc:
+            log.warning("cannot follow %s to the index's new generation: %s", self.path, exc)
+            return False
+        log.info("sparse index %s replaced by a newer build: now reading %s", self.path, live.path)
+        self._index, self.path = live._index, live.path
+        self._index.reload()
+        return True
 
     def add(
         self, passages: Iterable[Passage], *, progress: Callable[[int], None] | None = None
@@ -157,6 +186,28 @@ class TantivySparseIndex:
             progress(handled % PROGRESS_EVERY)
         self._index.reload()
         return added
+
+    def remove(self, passage_ids: Iterable[str]) -> int:
+        """Delete the documents of ``passage_ids`` in one commit; returns how many were there.
+        (Tantivy marks them deleted; a later merge reclaims the space.)"""
+        searcher = self._searcher()
+        present = [pid for pid in dict.fromkeys(passage_ids) if searcher.doc_freq("id", pid)]
+        if not present:
+            return 0
+        try:
+            writer = self._index.writer(WRITER_HEAP_BYTES)
+        except ValueError as exc:
+            raise RetrievalError(f"sparse index at {self.path} is locked: {exc}") from exc
+        try:
+            for pid in present:
+                writer.delete_documents_by_term("id", pid)
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.commit()
+        writer.wait_merging_threads()
+        self._index.reload()
+        return len(present)
 
     @staticmethod
     def _document(passage: Passage) -> tantivy.Document:

@@ -334,3 +334,43 @@ async def test_over_http_an_api_key_is_required_when_set(
     assert wrong.status_code == 401 and "wrong API key" in wrong.text
     assert missing.headers["www-authenticate"] == "Bearer"
     assert listed["searchers"][0]["name"] == "keywords"
+
+
+async def test_add_and_remove_document_tools_change_what_retrieve_finds(
+    tmp_path: Path, embeddings, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.indexing
+    from agent.serve.documents import DocumentStore
+
+    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
+    index = tmp_path / "idx"
+    build(settings, [DATA], index, embeddings=embeddings)
+    backend = backend_over(index, embeddings, settings, documents=DocumentStore(settings, index))
+    old = "The Zorblat river flows through Quenton city."
+    new = "The Zorblat river flows through Pellam town."
+
+    async def zorblat(client: Client) -> list[str]:
+        out = structured(
+            await client.call_tool("retrieve", {"query": "Zorblat river", "retriever": "sparse"})
+        )
+        return [h["text"] for h in out["hits"] if "Zorblat" in h["text"]]
+
+    async with Client(build_mcp_server(backend)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == TOOLS | {"add_document", "remove_document"}
+        assert tools["remove_document"].annotations.destructive_hint
+        added = structured(await client.call_tool("add_document", {"name": "z.txt", "text": old}))
+        assert added["added"] == 1
+        assert await zorblat(client) == [old]
+        replaced = structured(
+            await client.call_tool("add_document", {"name": "z.txt", "text": new})
+        )
+        assert (replaced["added"], replaced["removed"]) == (1, 1)
+        assert await zorblat(client) == [new]  # the open retriever followed the new generation
+        bad = await client.call_tool("add_document", {"name": "../z.txt", "text": new})
+        assert bad.is_error and "plain file name" in bad.content[0].text
+        removed = structured(await client.call_tool("remove_document", {"source": "z.txt"}))
+        assert removed["removed"] == 1
+        assert await zorblat(client) == []
+        unknown = await client.call_tool("remove_document", {"source": "z.txt"})
+        assert unknown.is_error and "not a source" in unknown.content[0].text

@@ -50,3 +50,12 @@ def print_doctor(report: dict[str, Any]) -> None:
         )
         table.add_row(part, mark, details)
     out.print(table)
+
+
+def usage_error(message: str) -> typer.Exit:
+    """Exit 2 after one unwrapped line on stderr: messages carry paths and "file:line" that
+    users grep for, and may hold brackets that rich must not read as markup."""
+    from rich.text import Text
+
+    err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True, highlight=False)
+    return typer.Exit(2)

@@ -16,7 +16,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from agent.cli.context import err, out, print_doctor, set_config, settings_or_exit
+from agent.cli.context import (
+    err,
+    out,
+    print_doctor,
+    set_config,
+    settings_or_exit,
+    usage_error,
+)
+from agent.cli.index import index_remove, index_sync, print_build_report
 from agent.cli.plugins import mount_command_plugins
 from agent.settings import Settings
 
@@ -62,21 +70,11 @@ index_app = typer.Typer(help="Build and inspect index directories.", no_args_is_
 app.add_typer(index_app, name="index")
 
 
-# `index build` read some files but not all (unsupported, corrupt, encrypted, no text layer)
-EXIT_FILES_NOT_READ = 3
-
-
 def _index_dir_or_default(index: Path | None, settings: Settings) -> Path:
     return index if index is not None else settings.default_index_dir
 
 
-def _usage_error(message: str) -> typer.Exit:
-    """Exit 2 after one unwrapped line on stderr: messages carry paths and "file:line" that
-    users grep for, and may hold brackets that rich must not read as markup."""
-    from rich.text import Text
-
-    err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True, highlight=False)
-    return typer.Exit(2)
+_usage_error = usage_error
 
 
 @index_app.command("build")
@@ -99,7 +97,8 @@ def index_build(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
 ) -> None:
-    """Ingest files or dataset paragraphs; re-runs add only what is new.
+    """Ingest files or dataset paragraphs; re-runs add only what is new, and a file whose
+    content changed replaces its passages (`index sync` also drops deleted files).
 
     Exit 0 when every file was read, 3 when some were not (an unsupported type, a corrupt or
     encrypted document, a PDF without a text layer: each is named, the rest is indexed), 2 on a
@@ -117,43 +116,11 @@ def index_build(
             report = build(settings, sources, target, fmt=fmt, rebuild=rebuild, progress=progress)
     except (CorpusError, RetrievalError) as exc:
         raise _usage_error(str(exc)) from exc
-    exit_code = EXIT_FILES_NOT_READ if report.failed else 0
-    if as_json:
-        sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
-        raise typer.Exit(exit_code)
-    table = Table(title=f"index {report.path} (generation {report.generation})")
-    for column in ("source", "format", "passages", "added"):
-        table.add_column(column, justify="right" if column in ("passages", "added") else "left")
-    for src in report.sources:
-        table.add_row(src.name, src.format, str(src.passages), str(src.added))
-    out.print(table)
-    verb = "added" if report.changed else "nothing new;"
-    out.print(
-        f"{verb} {report.added} passage(s); {report.total} in the index; {report.seconds:.1f}s"
-    )
-    _print_not_read(report.failed, report.skipped)
-    raise typer.Exit(exit_code)
+    raise typer.Exit(print_build_report(report, as_json))
 
 
-def _print_not_read(failed: list[Any], skipped: list[dict[str, Any]]) -> None:
-    """Every file of the sources that was not read, on stderr: the failed ones (exit 3) as
-    warnings, the deliberately skipped ones (stores, hidden, ignored) dimmed."""
-    from rich.text import Text
-
-    for item in skipped:
-        line = f"skipped {item['path']}: {item.get('detail') or item['reason']}"
-        err.print(Text(line, style="dim"), soft_wrap=True, highlight=False)
-    for item in failed:
-        err.print(
-            Text.assemble(("not read ", "yellow"), f"{item.path}: {item.detail or item.reason}"),
-            soft_wrap=True,
-            highlight=False,
-        )
-    if failed:
-        err.print(
-            f"{len(failed)} file(s) not read (exit {EXIT_FILES_NOT_READ}); the others are indexed",
-            highlight=False,
-        )
+index_app.command("remove")(index_remove)
+index_app.command("sync")(index_sync)
 
 
 @index_app.command("info")
@@ -164,8 +131,11 @@ def index_info(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the manifest as JSON")] = False,
 ) -> None:
-    """Show an index's manifest: models, counts, sources; exit 1 if --verify finds damage."""
-    from searchers.index_dir import IndexDir, IndexDirError
+    """Show an index's manifest: models, counts, sources, a stale tree; exit 1 if --verify
+    finds damage."""
+    from rich.text import Text
+
+    from searchers.index_dir import IndexDir, IndexDirError, stale_tree
 
     settings = settings_or_exit()
     try:
@@ -173,8 +143,13 @@ def index_info(
     except IndexDirError as exc:
         raise _usage_error(str(exc)) from exc
     problems = opened.verify() if verify else []
+    stale = stale_tree(opened.path, opened.manifest)
     if as_json:
-        doc = {**opened.manifest, **({"problems": problems} if verify else {})}
+        doc = {
+            **opened.manifest,
+            "tree_stale": stale is not None,
+            **({"problems": problems} if verify else {}),
+        }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         m = opened.manifest
@@ -190,6 +165,17 @@ def index_info(
         )
         for src in m["sources"]:
             out.print(f"  {src['path']}  {src['format']}  {src['passages']} passages")
+        if stale is not None:
+            err.print(
+                Text.assemble(
+                    ("tree stale ", "yellow"),
+                    f"{opened.path / 'tree'}: {len(stale.get('sources', []))} source(s) changed "
+                    f"or removed since {stale.get('since')}; rebuild it: hoptree tree build "
+                    f"SOURCES --index {opened.path} --rebuild",
+                ),
+                soft_wrap=True,
+                highlight=False,
+            )
         for problem in problems:
             err.print(f"[red]damaged:[/red] {problem}")
         if verify and not problems:

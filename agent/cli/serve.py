@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 
 from agent.serve.api import serve
+from agent.serve.documents import DocumentStore
 from agent.serve.http_server import ServeRefused, api_key_of, check_bind_allowed
 from agent.service import AgentLike
 
@@ -40,7 +41,9 @@ def _default_settings() -> Settings:
     return settings_or_exit()
 
 
-async def _run(open_agent: OpenAgent, index: Path, server: ServerSettings) -> None:
+async def _run(
+    open_agent: OpenAgent, index: Path, server: ServerSettings, settings: Settings
+) -> None:
     def announce(url: str) -> None:
         auth = "API key required" if api_key_of(server) else "no API key (loopback only)"
         out.print(f"hoptree is serving the trace page at [bold]{url}/[/bold]", soft_wrap=True)
@@ -48,7 +51,7 @@ async def _run(open_agent: OpenAgent, index: Path, server: ServerSettings) -> No
         out.print(f"  docs: {url}/docs · {auth} · Ctrl-C stops")
 
     async with open_agent(index) as agent:
-        await serve(agent, server, on_ready=announce)
+        await serve(agent, server, on_ready=announce, documents=DocumentStore(settings, index))
 
 
 def add_serve_command(
@@ -89,4 +92,4 @@ def add_serve_command(
             err.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
         with suppress(KeyboardInterrupt):  # uvicorn has shut down cleanly by then
-            asyncio.run(_run(open_agent, index, server))
+            asyncio.run(_run(open_agent, index, server, settings))

@@ -16,6 +16,9 @@ Endpoints:
   Streamed, the trace arrives as it happens as ``reasoning_content`` deltas (one line per step,
   what chat UIs show as "thinking"), then the answer as ``content`` deltas; not streamed, the same
   lines are the message's ``reasoning_content``. The trace never enters ``content``.
+- ``POST /v1/documents`` ``{"name", "text" | "content_base64"}`` adds or replaces a document,
+  ``DELETE /v1/documents/{source}`` removes one, ``GET /v1/documents`` lists the sources
+  (``agent.serve.documents``; mounted when the server knows its index).
 - ``GET /v1/models``, ``GET /v1/models/{id}``, ``GET /v1/searchers``, ``GET /healthz``,
   ``GET /docs``, ``GET /`` (the page).
 
@@ -54,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from agent.serve.api_docs import mount_offline_docs
+from agent.serve.documents import DocumentStore, documents_router
 from agent.serve.errors import ApiError, add_error_handlers, error_response
 from agent.serve.http_server import api_key_of, check_bind_allowed, make_server
 from agent.serve.limits import BodyLimitMiddleware, RunSlots, stream_response
@@ -104,8 +108,11 @@ def _web_route(name: str, web_file: Callable[[str], FileResponse]) -> Callable[[
     return route
 
 
-def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
-    """The API and the page around one agent. Everything it needs is in ``server``."""
+def create_app(
+    agent: AgentLike, server: ServerSettings, documents: DocumentStore | None = None
+) -> FastAPI:
+    """The API and the page around one agent. Everything it needs is in ``server``; with
+    ``documents`` (the index the agent reads), ``/v1/documents`` adds and removes files."""
     app = FastAPI(
         title="hoptree",
         summary="Agentic multi-hop search: a planner over sparse, dense, web and RAPTOR searchers",
@@ -165,6 +172,8 @@ def create_app(agent: AgentLike, server: ServerSettings) -> FastAPI:
         return stream_response(slot, run_stream(agent, question, thread_id, deadline_s), sse_event)
 
     v1.include_router(openai_router(agent, server, slots))
+    if documents is not None:
+        v1.include_router(documents_router(documents))
 
     @v1.get("/searchers", summary="The agent's low-level searchers and chat model")
     async def searchers() -> dict[str, Any]:
@@ -200,9 +209,10 @@ async def serve(
     *,
     on_ready: Callable[[str], None] | None = None,
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info",
+    documents: DocumentStore | None = None,
 ) -> None:
     """Serve ``agent`` until interrupted. Runs on the caller's loop: the agent's clients and
     subprocesses belong to it. Raises ``ServeRefused`` before binding anything unsafe."""
     check_bind_allowed(server)
-    app = create_app(agent, server)
+    app = create_app(agent, server, documents)
     await make_server(app, server, on_ready=on_ready, log_level=log_level).serve()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.serve.documents import DocumentStore
 from agent.service import AgentLike
 from searchers.passages import Passage
 from searchers.registry import SearcherRegistry
@@ -50,6 +51,8 @@ class McpBackend:
     deadline_s: float = 900.0  # one ``ask``, hard; the planner's own budget stops it sooner
     search_timeout_s: float = 300.0  # one ``search``; the searcher's own budget stops it sooner
     run_slots: int = 2  # ``ask`` runs at once; more wait for a slot
+    # the index the agent reads, for the add_document / remove_document tools (None: no tools)
+    documents: DocumentStore | None = None
     _searchers: dict[str, Searcher] = field(default_factory=dict, init=False, repr=False)
     _retrievers: dict[str, Retriever] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -133,4 +136,5 @@ async def open_mcp_backend(
                 deadline_s=settings.server.request_deadline_s,
                 search_timeout_s=settings.budgets.searcher_deadline_s + settings.llm.timeout_s,
                 run_slots=settings.run_slots(),
+                documents=DocumentStore(settings, index_dir),
             )

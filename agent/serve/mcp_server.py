@@ -8,7 +8,8 @@ argument outside them is refused as a tool error before any code here runs.
 
 Tools: ``ask`` (the whole planner, with progress notifications of its trace steps and
 cancellation), ``search`` (one low-level searcher's LLM loop), ``retrieve`` (a raw index lookup,
-no LLM), ``list_searchers`` and ``read_passage``; the passages are also resources at
+no LLM), ``list_searchers``, ``read_passage``, and (over a real index) ``add_document`` and
+``remove_document``; the passages are also resources at
 ``hoptree://passage/{passage_id}``. A failure is a tool error with a message the caller can act
 on; nothing a client sends takes the server down.
 
@@ -21,7 +22,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -32,6 +33,13 @@ from pydantic import Field
 from agent.question import QuestionError, clean_question
 from agent.results import AskResult, TraceEvent
 from agent.runtime.embeddings import EmbeddingModelError
+from agent.serve.documents import (
+    DocumentInputError,
+    DocumentStore,
+    check_name,
+    document_bytes,
+    unread_message,
+)
 from agent.serve.mcp_backend import McpBackend
 from agent.serve.mcp_schemas import (
     AskOutput,
@@ -273,6 +281,9 @@ def build_mcp_server(backend: McpBackend) -> MCPServer:
             raise ToolError(f"no passage with id {passage_id!r} in this index")
         return found
 
+    if backend.documents is not None:
+        add_document_tools(server, backend.documents)
+
     @server.resource(
         PASSAGE_URI,
         name="passage",
@@ -292,3 +303,59 @@ def build_mcp_server(backend: McpBackend) -> MCPServer:
         return json.dumps(found.model_dump(mode="json"), ensure_ascii=False)
 
     return server
+
+
+WRITE_TIMEOUT_S = 1800.0  # a large PDF is converted and embedded on the server's CPU
+
+
+def add_document_tools(server: MCPServer, store: DocumentStore) -> None:
+    """``add_document`` and ``remove_document``: ``POST`` / ``DELETE /v1/documents`` as tools
+    (``agent.serve.documents``); the build report comes back, a file that could not be read
+    is a tool error. One write at a time; ``ask`` and ``retrieve`` see it from their next
+    lookup."""
+    lock = anyio.Lock()
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+    async def write(step: Callable[[], Any]) -> dict[str, Any]:  # a BuildReport
+        async with lock:
+            report = await _tool_errors(_in_thread(step, WRITE_TIMEOUT_S, "the index update"))
+        unread = unread_message(report)
+        if unread is not None:
+            raise ToolError(unread)
+        return report.as_dict()
+
+    @server.tool(title="Add or replace a document in the index", annotations=writes)
+    async def add_document(
+        name: Annotated[
+            str, Field(min_length=1, max_length=200, description="file name: notes.md, a.pdf")
+        ],
+        text: Annotated[str | None, Field(description="the content of a text file")] = None,
+        content_base64: Annotated[
+            str | None, Field(description="or the bytes of any file, base64")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Index a document under ``name``; the same name again replaces its passages. The
+        build report: passages added and removed, the index's total."""
+        try:
+            data = document_bytes(text, content_base64)
+            checked = check_name(name)
+        except DocumentInputError as exc:
+            raise ToolError(str(exc)) from exc
+        return await write(lambda: store.put(checked, data))
+
+    @server.tool(
+        title="Remove a document from the index",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    )
+    async def remove_document(
+        source: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=4096,
+                description="a name add_document used, or the path of an indexed file",
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Remove a document's passages from the index (and an added document's file)."""
+        return await write(lambda: store.delete(source))
