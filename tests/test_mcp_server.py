@@ -163,6 +163,7 @@ async def test_ask_gives_the_cited_answer_and_reports_the_trace_as_progress(
         "river that flows through Paris",
     ]
     assert out["llm_calls"] == 4 and out["degraded"] is False
+    assert out["searchers"] == ["keywords"]
     text = result.content[0].text
     assert text.startswith("The Eiffel Tower stands in Paris [1]") and "Sources:" in text
     # the same one-line wording as `hoptree ask` and the chat stream, numbered in order

@@ -50,6 +50,9 @@ class AskOutput(BaseModel):
     degraded_reasons: list[str]
     thread_id: str | None = None
     seconds: float
+    searchers: list[str] = Field(
+        default_factory=list, description="the searchers the planner sent its queries to"
+    )
 
 
 class HitOut(BaseModel):
@@ -136,6 +139,7 @@ def ask_output(result: AskResult) -> AskOutput:
         degraded_reasons=result.degraded_reasons,
         thread_id=result.thread_id,
         seconds=round(result.seconds, 2),
+        searchers=list(result.searchers),
     )
 
 
