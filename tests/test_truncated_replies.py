@@ -346,3 +346,39 @@ def test_a_reply_outside_the_schema_is_an_error_on_either_path(
     for reply, _, _ in both_paths(monkeypatch, wrong, Verdict):
         assert reply.value is None and not reply.cut
         assert reply.error is not None and reply.error.startswith("verify: ")
+
+
+def test_the_servers_timings_are_counted_per_step() -> None:
+    """llama.cpp adds ``timings`` to each reply (prompt and decode milliseconds, prompt tokens
+    reused from its cache, drafts tried and kept); the stock client drops fields OpenAI does
+    not send, ``HoptreeChatOpenAI`` keeps them and the tracker sums them per step, for plain
+    and structured calls alike. A reply without them counts zero, not an error."""
+    from agent.runtime.chat_models import HoptreeChatOpenAI
+
+    timed = completion('{"sufficient": true, "reason": "ok"}', "stop", prompt=200, output=12)
+    timed["timings"] = {
+        "cache_n": 150,
+        "prompt_n": 50,
+        "prompt_ms": 1350.5,
+        "predicted_n": 12,
+        "predicted_ms": 800.25,
+        "draft_n": 8,
+        "draft_n_accepted": 6,
+    }
+    tracker = UsageTracker()
+    with stub_openai([timed, completion('{"sufficient": false, "reason": "no"}', "stop")]) as (
+        url,
+        _,
+    ):
+        chat = HoptreeChatOpenAI(
+            model="stub", base_url=url, api_key="stub", timeout=10, max_retries=0,
+            callbacks=[tracker],
+        )  # fmt: skip
+        assert ask_once(chat, Verdict, "verify").value == Verdict(sufficient=True, reason="ok")
+        assert ask_once(chat, Verdict, "answer").value is not None
+    verify, answer = tracker.by_step()["verify"], tracker.by_step()["answer"]
+    assert (verify.prompt_ms, verify.decode_ms) == (1350.5, 800.25)
+    assert (verify.cached_prompt_tokens, verify.draft_tokens, verify.draft_accepted) == (150, 8, 6)
+    assert (answer.calls, answer.prompt_ms, answer.decode_ms) == (1, 0.0, 0.0)
+    assert tracker.by_step_json()["verify"]["prompt_ms"] == 1350.5
+    assert "prompt_ms" not in tracker.by_step_json()["answer"]  # zeros are left out
