@@ -40,6 +40,25 @@ def embeddings():
     return make_embeddings(EmbeddingSettings(), Path(ONNX_EXPORT_DIR).parent)
 
 
+@pytest.fixture
+def cli(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch):
+    """``hoptree`` in-process (typer's runner) with a private data dir and the session's
+    embedding model, so a test's ``index build`` loads no model of its own."""
+    from typer.testing import CliRunner
+
+    import agent.indexing
+    from agent.cli.main import app
+
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    return invoke
+
+
 @pytest.fixture(scope="session")
 def local_chat() -> Iterator:
     """The real embedded model (1.5B, llama.cpp on 127.0.0.1), started once; no response cache.

@@ -12,27 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-import agent.indexing
-from agent.cli.main import app
-from agent.settings import Settings
 from tests.child_env import child_environment
 
 DATA = Path(__file__).parent / "data"
-
-
-@pytest.fixture
-def cli(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A runner whose commands see a private data dir and reuse the loaded embedding model."""
-    monkeypatch.setenv("HOPTREE_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(app, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 @pytest.fixture

@@ -10,15 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-import agent.indexing
-from agent.cli.main import app
 from agent.hoptree_agent import paged_citations
 from agent.results import AskResult, Citation
 from agent.serve.mcp_schemas import ask_output
 from agent.serve.openai_api import sources_block
-from agent.settings import Settings
 from searchers.corpus import SUPPORTED_SUFFIXES, detect_format, read_passages, select_sources
 from searchers.documents import DocumentError, convert
 from searchers.passages import Hit, Passage
@@ -183,19 +179,6 @@ def test_citations_carry_the_page_of_their_passage() -> None:
 
 
 # --------------------------------------------------------------------------- hoptree index build
-
-
-@pytest.fixture
-def cli(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch):
-    """``hoptree`` in-process with a private data dir and the session's embedding model."""
-    monkeypatch.setenv("HOPTREE_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(app, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def test_index_build_reads_a_folder_of_documents_and_names_what_it_could_not(

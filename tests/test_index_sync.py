@@ -8,10 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import agent.indexing
-from agent.cli.main import app
 from agent.settings import Settings
 from searchers import index_build as index_build_module
 from searchers.index_build import DenseOptions, SourceSpec, UnknownSourceError, build_index
@@ -21,19 +19,6 @@ from searchers.sparse_tantivy import TantivySparseIndex
 MODEL = "all-MiniLM-L6-v2"
 OLD = "The Zorblat river flows through Quenton city. It is 120 km long."
 NEW = "The Zorblat river flows through Pellam town. It is 95 km long."
-
-
-@pytest.fixture
-def cli(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch):
-    """The typer app in-process, with a private data dir and the session's embedding model."""
-    monkeypatch.setenv("HOPTREE_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(app, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def _texts(index_path: Path, query: str, embeddings) -> dict[str, list[str]]:

@@ -16,9 +16,7 @@ import agent.indexing
 import agent.runtime.runtime
 import searchers.index_dir
 import tree.store
-from agent.cli.main import app
 from agent.cli.tree import tree_app
-from agent.settings import Settings
 from searchers import source_filter
 from searchers.corpus import expand_sources, select_sources
 from tests.scripted_chat import ScriptedChatModel
@@ -159,19 +157,6 @@ def test_stores_are_skipped_with_everything_below(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- real builds
-
-
-@pytest.fixture
-def cli(settings: Settings, embeddings, monkeypatch: pytest.MonkeyPatch):
-    """``hoptree`` in-process with a private data dir and the session's embedding model."""
-    monkeypatch.setenv("HOPTREE_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setattr(agent.indexing, "_embeddings", lambda _settings: embeddings)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(app, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def _notes(root: Path) -> Path:

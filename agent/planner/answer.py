@@ -123,7 +123,8 @@ def _answer_sources(
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
-    hops = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages and findings]
+    chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
+    hops = chain if findings else []
     lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
     rest = select_evidence(state["question"], findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
