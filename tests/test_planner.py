@@ -842,6 +842,33 @@ async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
     assert [s["id"] for s in result.sources][: len(expected)] == expected[:5]
 
 
+async def test_the_reader_is_told_which_step_of_an_open_chain_is_still_open(index) -> None:
+    """The first hop found Paris, the last hop found nothing: the answer prompt names the last
+    hop, with Paris filled in, as the step the short answer must answer (not the bridge)."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    (prompt,) = [text for route, text in chat.seen if route == "answer"]
+    assert (
+        'Still open: the notes answer every step but the last, "river that flows through '
+        'Paris"' in prompt
+    )
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["open_step"] == "river that flows through Paris"
+
+
+async def test_a_resolved_chain_names_no_open_step(index) -> None:
+    chat = two_hop_chat()
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    (prompt,) = [text for route, text in chat.seen if route == "answer"]
+    assert "Still open" not in prompt
+    assert "open_step" not in next(e for e in result.trace if e.kind == "answer").data["check"]
+
+
 async def test_the_decompose_prompt_shows_plans_of_the_questions_shape(index) -> None:
     chat = two_hop_chat()
     planned = chat.routes["decompose"]

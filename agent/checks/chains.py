@@ -113,6 +113,43 @@ def _ancestors(hop: Hop, by_id: dict[str, Hop]) -> set[str]:
     return seen
 
 
+def _one_chain(hops: Sequence[Hop]) -> tuple[Hop, list[Hop]] | None:
+    """(end, links) when the planned queries form one chain: a single query (the end) builds,
+    through ``#n``, on every other query that builds on or feeds another; None otherwise (no
+    chain, two ends, or a second chain beside this one). Follow-ups that replace a query are
+    not links; they stand in for the query they replace (``_standing``)."""
+    planned = [h for h in hops if h.replaces is None]
+    by_id = {h.id: h for h in planned}
+    ends = [h for h in planned if h.needs and not any(h.id in o.needs for o in planned)]
+    if len(ends) != 1:
+        return None
+    end = ends[0]
+    links = _ancestors(end, by_id) | {end.id}
+    chained = [h for h in planned if h.needs or any(h.id in o.needs for o in planned)]
+    if {h.id for h in chained} != links:
+        return None
+    return end, [by_id[i] for i in sorted(links, key=[h.id for h in planned].index)]
+
+
+def open_end(hops: Sequence[Hop]) -> Hop | None:
+    """The last hop of a chain that resolved up to it and no further, or None.
+
+    Measured on MuSiQue tuning questions: with "performer of Country Man" found (Luke Bryan)
+    and "who sings Home Alone Tonight with Luke Bryan" unanswered by the findings step, the
+    reader answered the bridge, "Luke Bryan", although the passage naming the duet partner was
+    in its context. The answer step tells the reader which step is still open."""
+    chain = _one_chain(hops)
+    if chain is None:
+        return None
+    end, links = chain
+    if _standing(end, hops) is not None:
+        return None
+    for link in links:
+        if link.id != end.id and _standing(link, hops) is None:
+            return None
+    return end
+
+
 def chain_end(hops: Sequence[Hop], question: str = "") -> str | None:
     """The finding at the end of a resolved chain, or None.
 
@@ -124,20 +161,14 @@ def chain_end(hops: Sequence[Hop], question: str = "") -> str | None:
     spouse of Steve Hillage). Follow-ups that replace nothing are extra searches, not links.
     Queries planned beside the chain that neither build on nor feed it are not links. A date
     is not the answer to a question that does not ask when (see ``last_hop``)."""
-    planned = [h for h in hops if h.replaces is None]
-    by_id = {h.id: h for h in planned}
-    ends = [h for h in planned if h.needs and not any(h.id in o.needs for o in planned)]
-    if len(ends) != 1:
+    chain = _one_chain(hops)
+    if chain is None:
         return None
-    end = ends[0]
-    links = _ancestors(end, by_id) | {end.id}
-    chained = [h for h in planned if h.needs or any(h.id in o.needs for o in planned)]
-    if {h.id for h in chained} != links:
-        return None  # a second chain beside this one: not one chain
+    end, links = chain
     # a planned query no hop builds on and that builds on none (a fragment of the question
     # searched alone) is not a link: the chain resolves without it
-    for hop_id in links:
-        standing = _standing(by_id[hop_id], hops)
+    for link in links:
+        standing = _standing(link, hops)
         if standing is None or not standing.answer:
             return None
     final = _standing(end, hops)

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
+from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end, same_answer
 from agent.checks.citations import (
     SourceText,
     asks_yes_no,
@@ -24,7 +24,12 @@ from agent.checks.citations import (
 )
 from agent.checks.comparison import resolve
 from agent.checks.evidence import Finding, select_evidence
-from agent.planner.queries import QUESTION_SEARCH_ID, active_queries, unanswered_queries
+from agent.planner.queries import (
+    QUESTION_SEARCH_ID,
+    active_queries,
+    answer_of,
+    unanswered_queries,
+)
 from agent.planner.state import (
     PlannerRun,
     PlannerState,
@@ -147,6 +152,32 @@ def _hops(state: PlannerState) -> list[Hop]:
     ]
 
 
+def open_step(state: PlannerState) -> str | None:
+    """The chain's last query, as it asks for what is still missing, when every earlier hop
+    has a supported finding and the last has none (``agent.checks.chains.open_end``). A hop
+    that resolved only after the last query was sent left its words in brackets there
+    ("spouse of (actor who voices Batman)"); they are replaced by its finding."""
+    end = open_end(_hops(state))
+    if end is None:
+        return None
+    subs = state.get("sub_queries", {})
+    query = subs[end.id]["query"]
+    for need in end.needs:
+        found = answer_of(need, state)
+        if found and need in subs:
+            query = query.replace(f"({subs[need]['query']})", found)
+    return query
+
+
+def _open_step_text(step: str | None) -> str:
+    if step is None:
+        return ""
+    return (
+        f'\nStill open: the notes answer every step but the last, "{step}". The short answer '
+        "answers that step from the passages; it is not a name from the notes.\n"
+    )
+
+
 def _notes(findings: list[Finding]) -> str:
     if not findings:
         return "(none)"
@@ -192,6 +223,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     ]
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     findings = supported_findings(state)
+    step = open_step(state) if cfg.summarize else None
     # The answer is the point of the run: it has one call of its own, beyond what the rounds
     # could spend (the rounds' meter stops one short of max_llm_calls).
     meter = run.budget_meter
@@ -207,6 +239,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
             "answer",
             question=state["question"],
             notes=_notes(findings) if cfg.summarize else "(none)",
+            open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
         ),
         meter=meter,
@@ -273,6 +306,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         report["chain_end"] = chained
     if comparison is not None:
         report["comparison"] = comparison.to_json()
+    if step is not None:
+        report["open_step"] = step
     if bridged_to is not None:
         report["last_hop"] = bridged_to
     if raw_short != short:
