@@ -95,6 +95,17 @@ class LLMSettings(BaseModel):
         description="reuse cached prompt chunks of at least this many tokens by shifting them "
         "(llama.cpp n_cache_reuse); 0 = only the common prefix is reused",
     )
+    local_shared: bool = Field(
+        True,
+        description="one embedded model server per data dir, shared by every hoptree process "
+        "(started by the first, found by the others); false = a private server inside this "
+        "process",
+    )
+    local_idle_s: float = Field(
+        120.0,
+        ge=0,
+        description="the shared server stops this many seconds after its last user is gone",
+    )
     startup_timeout_s: float = Field(180.0, gt=0)
 
     @property

@@ -18,6 +18,9 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 # is made once per machine, in the user's normal data dir, as the local model's GGUF is. Set in
 # the environment so CLI subprocesses of the tests find it too.
 os.environ.setdefault("HOPTREE_EMBEDDINGS__EXPORT_DIR", ONNX_EXPORT_DIR)
+# A model server the tests start in a data dir of theirs stops soon after its last user (the
+# session's own model holds a lease until the session ends), not two minutes later.
+os.environ.setdefault("HOPTREE_LLM__LOCAL_IDLE_S", "5")
 
 
 @pytest.fixture
@@ -27,6 +30,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
         if name.startswith("HOPTREE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOPTREE_EMBEDDINGS__EXPORT_DIR", ONNX_EXPORT_DIR)
+    monkeypatch.setenv("HOPTREE_LLM__LOCAL_IDLE_S", "5")
     monkeypatch.chdir(tmp_path)
     return load_settings(data_dir=tmp_path / "data")
 

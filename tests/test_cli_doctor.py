@@ -16,6 +16,7 @@ def test_doctor_json_reports_every_part(local_chat, tmp_path: Path) -> None:
         "HOPTREE_DATA_DIR": str(tmp_path / "data"),
         "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
         "HOPTREE_LLM__LOCAL_CTX": "2048",
+        "HOPTREE_LLM__LOCAL_IDLE_S": "0",
     }
     proc = run_hoptree(["doctor", "--json"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -28,6 +29,10 @@ def test_doctor_json_reports_every_part(local_chat, tmp_path: Path) -> None:
     assert report["llm"]["prompt_tokens_per_second"] > 0
     assert report["llm"]["decode_tokens_per_second"] > 0
     assert report["llm"]["structured_output"] is True
+    # the model ran as the data dir's shared server, started by this doctor, used by it alone
+    assert "started by this process" in report["llm"]["server"]
+    assert report["llm"]["shared_server"]["users"] == 1
+    assert report["llm"]["shared_server"]["healthy"] is True
     assert report["embeddings"]["ok"] is True and report["embeddings"]["dim"] == 384
     assert report["embeddings"]["sentences_per_second"] > 0
     assert report["index"]["built"] is False

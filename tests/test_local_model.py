@@ -3,7 +3,10 @@ so each test makes one short call."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -122,3 +125,27 @@ def test_not_a_gguf_is_refused_clearly(tmp_path: Path) -> None:
         LlamaServer(bogus, alias="x").start()
     with pytest.raises(LocalServerError, match="not found"):
         LlamaServer(tmp_path / "missing.gguf", alias="x").start()
+
+
+_OTHER_PROCESS = """
+import json
+from agent.runtime.chat_models import build_chat_model
+from agent.settings import load_settings
+with build_chat_model(load_settings(), cache=False) as handle:
+    reply = handle.model.bind(max_tokens=4).invoke("Say OK.")
+    print(json.dumps([handle.lease.record.pid, handle.lease.record.port, reply.content]))
+"""
+
+
+def test_a_second_process_asks_the_same_model_server(local_chat) -> None:
+    """The session's model holds a lease on its data dir's shared server; another hoptree
+    process finds that server and gets its answers from it instead of loading a second model
+    on the same cores."""
+    assert local_chat.lease is not None, "the embedded model runs shared by default"
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_PROCESS], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    pid, port, reply = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (pid, port) == (local_chat.lease.record.pid, local_chat.lease.record.port)
+    assert reply.strip()

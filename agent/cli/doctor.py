@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from agent.runtime.chat_models import build_chat_model
 from agent.runtime.embeddings import make_embeddings
 from agent.runtime.gguf_assembly import ProgressFn
+from agent.runtime.shared_server import SERVER_DIR, ServerDirectory
 from agent.runtime.usage import SERVER_TIMINGS_KEY
 from agent.settings import Settings
 from searchers.index_build import embedding_dimension
@@ -81,6 +82,8 @@ def check_llm(settings: Settings, progress: ProgressFn | None = None) -> dict[st
             )
             report["structured_output"] = isinstance(probe, _Probe)
             report["ok"] = out_tokens > 0 and report["structured_output"]
+            if handle.lease is not None:  # who serves the model, for how many processes
+                report["shared_server"] = ServerDirectory(settings.data_dir / SERVER_DIR).status()
             if not report["ok"]:
                 report["error"] = "the model answered without tokens or without valid JSON"
     except Exception as exc:  # doctor reports every failure instead of dying on the first

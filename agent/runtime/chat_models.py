@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from pydantic import BaseModel, SecretStr
 
 from agent.runtime.gguf_assembly import LOCAL_MODELS, ProgressFn, assemble
 from agent.runtime.llama_server import LlamaServer
+from agent.runtime.shared_server import SERVER_DIR, Lease, ServerDirectory, ServerSpec
 from agent.runtime.usage import SERVER_TIMINGS_KEY
 from agent.settings import Settings
 
@@ -80,12 +81,15 @@ class ChatModelHandle:
     label: str
     endpoint: str
     embedded: bool
-    server: LlamaServer | None = None
+    server: LlamaServer | None = None  # a private server, stopped with the handle
+    lease: Lease | None = None  # or a lease on the data dir's shared server, given back
     details: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         if self.server is not None:
             self.server.close()
+        if self.lease is not None:
+            self.lease.close()
 
     def __enter__(self) -> ChatModelHandle:
         return self
@@ -108,7 +112,6 @@ def build_chat_model(
     *,
     cache: BaseCache | bool | None = None,
     progress: ProgressFn | None = None,
-    on_server_start: Callable[[LlamaServer], None] | None = None,
     callbacks: list[BaseCallbackHandler] | None = None,
 ) -> ChatModelHandle:
     """Build the configured chat model; starts the embedded server when no endpoint is set.
@@ -144,19 +147,49 @@ def build_chat_model(
     draft = None
     if "draft" in llm.local_speculative:
         draft = assemble(LOCAL_MODELS["qwen2.5-coder-0.5b"], settings.models_dir, progress)
-    server = LlamaServer(
-        gguf,
+    spec = ServerSpec(
+        gguf=str(gguf),
         alias=label,
         n_ctx=llm.local_ctx,
         threads=llm.local_threads,
         parallel=llm.local_parallel,
-        startup_timeout_s=llm.startup_timeout_s,
         speculative=llm.local_speculative,
-        draft_gguf=draft,
+        draft_gguf=str(draft) if draft is not None else None,
         cache_reuse=llm.local_cache_reuse,
-    ).start()
-    if on_server_start is not None:
-        on_server_start(server)
+        startup_timeout_s=llm.startup_timeout_s,
+    )
+    server: LlamaServer | None = None
+    lease: Lease | None = None
+    if llm.local_shared:
+        lease = ServerDirectory(settings.data_dir / SERVER_DIR).acquire(
+            spec, idle_s=llm.local_idle_s
+        )
+        if lease is not None and lease.differences:
+            # not an error: the server's slots serve this process too, only not as configured
+            print(
+                f"hoptree: sharing the running model server (pid {lease.record.pid}), which "
+                f"differs from your settings: {'; '.join(lease.differences)}",
+                file=sys.stderr,
+            )
+    if lease is None:  # a private server: asked for, or the shared one serves another model
+        server = LlamaServer(
+            gguf,
+            alias=label,
+            n_ctx=spec.n_ctx,
+            threads=spec.threads,
+            parallel=spec.parallel,
+            startup_timeout_s=spec.startup_timeout_s,
+            speculative=spec.speculative,
+            draft_gguf=draft,
+            cache_reuse=spec.cache_reuse,
+        ).start()
+        base_url, load_seconds = server.base_url, server.load_seconds
+        serving = "private, in this process"
+    else:
+        base_url, load_seconds = lease.base_url, lease.record.load_seconds
+        serving = f"shared, pid {lease.record.pid} on port {lease.record.port}" + (
+            " (started by this process)" if lease.started_here else ""
+        )
     identity = f"local|{label}"
     if settings.llm.gguf_path is None:
         identity += f"|{LOCAL_MODELS[settings.llm.local_model].sha256[:16]}"
@@ -164,7 +197,7 @@ def build_chat_model(
         stat = gguf.stat()
         identity += f"|{stat.st_size}|{stat.st_mtime_ns}"
     model = HoptreeChatOpenAI(
-        base_url=server.base_url,
+        base_url=base_url,
         model=label,
         api_key=SecretStr(LOCAL_API_KEY),
         cache_identity=identity,
@@ -173,12 +206,15 @@ def build_chat_model(
     return ChatModelHandle(
         model=model,
         label=label,
-        endpoint=server.base_url,
+        endpoint=base_url,
         embedded=True,
         server=server,
+        lease=lease,
         details={
             "gguf": str(gguf),
-            "load_seconds": server.load_seconds,
+            "load_seconds": load_seconds,
+            "server": serving,
+            **({"differs": lease.differences} if lease and lease.differences else {}),
             "n_ctx": llm.local_ctx,
             "speculative": llm.local_speculative,
         },
