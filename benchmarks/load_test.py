@@ -9,9 +9,10 @@ Setup, all on loopback:
 - a stub chat endpoint (``benchmarks/stub_chat_server.py``, its own process): OpenAI-compatible
   ``/v1/chat/completions`` with a fixed latency per call, answering schema-valid JSON by prompt.
 - the server: the real app (``create_app`` + ``make_server``) in its own process (so its memory
-  is measured alone, from ``/proc/<pid>/status``), serving ``HoptreeAgent``, the real LangGraph
-  planner, with the real sparse searcher (tantivy, query rewrite and refinement) and
-  ``HoptreeChatOpenAI`` pointed at the stub (``max_retries=0``, 10 s timeout).
+  is measured alone, from ``/proc/<pid>/status``), serving the real LangGraph planner as
+  ``build_agent`` assembles it for every entry point, with the real sparse searcher (tantivy,
+  query rewrite and refinement) and ``HoptreeChatOpenAI`` pointed at the stub
+  (``max_retries=0``, 10 s timeout).
 
 A run takes the planner's two-round shape (see the stub's docstring). Phases, with N clients
 (``--clients``, 50) against a server running at most C runs at once (``--max-concurrency``,
