@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ from agent.runtime.usage import UsageTracker
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
 from searchers.passages import page_of
-from searchers.registry import SearcherContext
+from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.searcher import Searcher
 
 if TYPE_CHECKING:
@@ -108,23 +108,27 @@ class HoptreeAgent:
             else:
                 yield item
 
+    def new_run(self, deadline_s: float | None = None) -> PlannerRun:
+        """The scope of one question: this agent's model, searchers and settings, its own
+        usage tracker, and the deadline (the caller's, never past the budgets')."""
+        return PlannerRun(
+            chat=self.chat,
+            searchers=self.searchers,
+            planner=self.planner,
+            budgets=self.budgets,
+            tracker=UsageTracker(),
+            llm_timeout_s=self.llm_timeout_s,
+            deadline_s=min(deadline_s or self.budgets.deadline_s, self.budgets.deadline_s),
+        )
+
     async def run(
         self, question: str, *, thread_id: str | None = None, deadline_s: float | None = None
     ) -> AsyncIterator[TraceEvent | AskResult]:
         """Trace events, then the ``AskResult`` itself (or a fatal ``error`` event): for
         in-process callers that want both the live trace and the typed result."""
         text = clean_question(question, max_chars=self.max_question_chars)
-        deadline = min(deadline_s or self.budgets.deadline_s, self.budgets.deadline_s)
-        tracker = UsageTracker()
-        run = PlannerRun(
-            chat=self.chat,
-            searchers=self.searchers,
-            planner=self.planner,
-            budgets=self.budgets,
-            tracker=tracker,
-            llm_timeout_s=self.llm_timeout_s,
-            deadline_s=deadline,
-        )
+        run = self.new_run(deadline_s)
+        deadline, tracker = run.deadline_s, run.tracker
         graph = self._graph
         config: dict[str, Any] = {
             "recursion_limit": recursion_limit(self.budgets.max_rounds),
@@ -281,6 +285,36 @@ def planner_search_context(settings: Settings, context: SearcherContext) -> Sear
     return replace(context, options=options, budget=budget)
 
 
+def build_agent(
+    settings: Settings,
+    context: SearcherContext,
+    names: Sequence[str],
+    *,
+    planner: PlannerSettings | None = None,
+    checkpointer: Any = None,
+    model_label: str = "hoptree",
+    registry: SearcherRegistry | None = None,
+) -> HoptreeAgent:
+    """The one place a planner agent is assembled: the searchers ``names`` built by the
+    registry over ``context`` with the planner's lighter loops (``planner_search_context``),
+    and the settings' budgets, timeouts and question limit. The CLI, the HTTP and MCP servers
+    (through ``open_agent``), LangGraph Studio, the evaluation pipelines and the load benchmark
+    all call it, so a setting read here is read everywhere."""
+    registry = registry or default_registry()
+    context = planner_search_context(settings, context)
+    built = {name: registry.create(name, context) for name in names}
+    return HoptreeAgent(
+        context.chat,
+        built,
+        planner=planner or settings.planner,
+        budgets=settings.budgets,
+        llm_timeout_s=settings.llm.timeout_s,
+        max_question_chars=settings.server.max_question_chars,
+        model_label=model_label,
+        checkpointer=checkpointer,
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_agent(
     settings: Settings,
@@ -298,7 +332,6 @@ async def open_agent(
     server."""
     from agent.runtime.runtime import Runtime
     from agent.searching import planner_searchers, searcher_context
-    from searchers.registry import default_registry
 
     registry = default_registry()
     names = searchers or planner_searchers(settings, index_dir)
@@ -308,8 +341,7 @@ async def open_agent(
     if runtime is None:
         runtime = Runtime(settings, progress=progress)
     try:
-        context = planner_search_context(settings, searcher_context(runtime, index_dir, needs))
-        built = {name: registry.create(name, context) for name in names}
+        context = searcher_context(runtime, index_dir, needs)
         async with contextlib.AsyncExitStack() as stack:
             checkpointer = None
             if threads:
@@ -319,15 +351,13 @@ async def open_agent(
                 checkpointer = await stack.enter_async_context(
                     AsyncSqliteSaver.from_conn_string(str(settings.checkpoint_path))
                 )
-            yield HoptreeAgent(
-                runtime.chat.model,
-                built,
-                planner=settings.planner,
-                budgets=settings.budgets,
-                llm_timeout_s=settings.llm.timeout_s,
-                max_question_chars=settings.server.max_question_chars,
-                model_label=f"hoptree ({runtime.chat.label})",
+            yield build_agent(
+                settings,
+                context,
+                names,
                 checkpointer=checkpointer,
+                model_label=f"hoptree ({runtime.chat.label})",
+                registry=registry,
             )
     finally:
         if owned:

@@ -35,12 +35,10 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from agent.planner.graph import build_planner_graph, recursion_limit
-from agent.planner.state import PlannerRun, fresh_question
+from agent.planner.state import fresh_question
 from agent.question import clean_question
 from agent.results import degradation, degraded_note
-from agent.runtime.usage import UsageTracker
 from agent.settings import Settings, comma_separated, load_settings
-from searchers.searcher import Searcher
 
 GRAPH_NAME = "hoptree"
 OPEN_MARGIN_S = 120.0  # loading the embedding model and opening the index, past model startup
@@ -109,10 +107,10 @@ def studio_options(config: RunnableConfig | None, context: Any = None) -> Studio
 
 @dataclass
 class OpenedPlanner:
-    """Models and searchers over one index, kept for the runs that ask for the same."""
+    """Models and the planner agent over one index, kept for the runs that ask for the same."""
 
     runtime: Any  # agent.runtime.runtime.Runtime
-    searchers: dict[str, Searcher]
+    agent: Any  # agent.hoptree_agent.HoptreeAgent
 
 
 class _OpenPlanners:
@@ -125,7 +123,7 @@ class _OpenPlanners:
         atexit.register(self.close)
 
     def get(self, options: StudioOptions) -> OpenedPlanner:
-        from agent.hoptree_agent import planner_search_context
+        from agent.hoptree_agent import build_agent
         from agent.runtime.runtime import Runtime
         from agent.searching import searcher_context
         from searchers.registry import default_registry
@@ -137,14 +135,17 @@ class _OpenPlanners:
                 needs = sorted({r for spec in specs for r in spec.requires})
                 runtime = Runtime(options.settings)
                 try:
-                    context = planner_search_context(
-                        options.settings, searcher_context(runtime, options.index_dir, needs)
+                    agent = build_agent(
+                        options.settings,
+                        searcher_context(runtime, options.index_dir, needs),
+                        options.searchers,
+                        model_label=f"hoptree ({runtime.chat.label})",
+                        registry=registry,
                     )
-                    built = {name: registry.create(name, context) for name in options.searchers}
                 except BaseException:
                     runtime.close()
                     raise
-                self._open[options.key] = OpenedPlanner(runtime, built)
+                self._open[options.key] = OpenedPlanner(runtime, agent)
             return self._open[options.key]
 
     def close(self) -> None:
@@ -195,15 +196,7 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
         question = clean_question(
             state.get("question", ""), max_chars=settings.server.max_question_chars
         )
-        run = PlannerRun(
-            chat=opened.runtime.chat.model,
-            searchers=opened.searchers,
-            planner=settings.planner,
-            budgets=settings.budgets,
-            tracker=UsageTracker(),
-            llm_timeout_s=settings.llm.timeout_s,
-            deadline_s=settings.budgets.deadline_s,
-        )
+        run = opened.agent.new_run()
         started = time.monotonic()
         # the nodes stop themselves at the deadline; this is the backstop, as in HoptreeAgent
         async with asyncio.timeout(settings.budgets.deadline_s + settings.llm.timeout_s + 30):

@@ -9,9 +9,10 @@ Setup, all on loopback:
 - a stub chat endpoint (``benchmarks/stub_chat_server.py``, its own process): OpenAI-compatible
   ``/v1/chat/completions`` with a fixed latency per call, answering schema-valid JSON by prompt.
 - the server: the real app (``create_app`` + ``make_server``) in its own process (so its memory
-  is measured alone, from ``/proc/<pid>/status``), serving ``HoptreeAgent``, the real LangGraph
-  planner, with the real sparse searcher (tantivy, query rewrite and refinement) and
-  ``HoptreeChatOpenAI`` pointed at the stub (``max_retries=0``, 10 s timeout).
+  is measured alone, from ``/proc/<pid>/status``), serving the real LangGraph planner as
+  ``build_agent`` assembles it for every entry point, with the real sparse searcher (tantivy,
+  query rewrite and refinement) and ``HoptreeChatOpenAI`` pointed at the stub
+  (``max_retries=0``, 10 s timeout).
 
 A run takes the planner's two-round shape (see the stub's docstring). Phases, with N clients
 (``--clients``, 50) against a server running at most C runs at once (``--max-concurrency``,
@@ -96,46 +97,40 @@ START_TIMEOUT_S = 60.0
 def serve_child(chat_url: str, index_dir: Path, max_concurrency: int) -> None:
     """Child process: the real planner over the sparse index, talking to the stub chat endpoint;
     serve it on a free loopback port, print the URL, run until SIGINT/SIGTERM."""
-    from pydantic import SecretStr
-
-    from agent.hoptree_agent import HoptreeAgent
-    from agent.runtime.chat_models import HoptreeChatOpenAI
+    from agent.hoptree_agent import build_agent
+    from agent.runtime.runtime import Runtime
+    from agent.searching import searcher_context
     from agent.serve.api import create_app
     from agent.serve.http_server import make_server
-    from agent.settings import BudgetSettings, PlannerSettings, ServerSettings
-    from searchers.index_dir import IndexDir
-    from searchers.lucene import render_tantivy
-    from searchers.searcher import SearchBudget
-    from searchers.sparse_searcher import SparseSearcher
+    from agent.settings import load_settings
 
-    chat = HoptreeChatOpenAI(
-        base_url=chat_url + "/v1",
-        model="stub",
-        api_key=SecretStr("x"),
-        timeout=CHAT_TIMEOUT_S,
-        max_retries=0,
-        temperature=0,
+    # the product's own wiring (build_agent), pointed at the stub endpoint
+    config = load_settings(
+        data_dir=index_dir.parent / "data",
+        llm={
+            "base_url": chat_url + "/v1",
+            "model": "stub",
+            "timeout_s": CHAT_TIMEOUT_S,
+            "max_retries": 0,
+            "cache": False,
+        },
+        planner={"searchers": ["sparse"]},
+        budgets={"deadline_s": RUN_DEADLINE_S, "searcher_deadline_s": RUN_DEADLINE_S},
+        server={
+            "host": "127.0.0.1",
+            "port": 0,
+            "max_concurrency": max_concurrency,
+            "request_deadline_s": RUN_DEADLINE_S,
+        },
     )
-    sparse = SparseSearcher(
-        chat,
-        IndexDir.open(index_dir).sparse(),
-        budget=SearchBudget(deadline_s=RUN_DEADLINE_S, llm_timeout_s=CHAT_TIMEOUT_S),
-        render=render_tantivy,
-    )
-    agent = HoptreeAgent(
-        chat,
-        {"sparse": sparse},
-        planner=PlannerSettings(searchers=["sparse"]),
-        budgets=BudgetSettings(deadline_s=RUN_DEADLINE_S, searcher_deadline_s=RUN_DEADLINE_S),
-        llm_timeout_s=CHAT_TIMEOUT_S,
+    runtime = Runtime(config)
+    agent = build_agent(
+        config,
+        searcher_context(runtime, index_dir, ["sparse"]),
+        ["sparse"],
         model_label="hoptree (stub chat)",
     )
-    settings = ServerSettings(
-        host="127.0.0.1",
-        port=0,
-        max_concurrency=max_concurrency,
-        request_deadline_s=RUN_DEADLINE_S,
-    )
+    settings = config.server
 
     def ready(url: str) -> None:
         print(f"READY {url}", flush=True)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.closed_book import answer_closed_book
-from agent.hoptree_agent import HoptreeAgent, planner_search_context
+from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
 from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
@@ -408,16 +408,13 @@ def planner_agent(
     ctx: EvalContext, corpus: Corpus, searchers: Sequence[str], planner: PlannerSettings
 ) -> HoptreeAgent:
     """A planner over ``corpus``'s retrievers (build one per corpus: its searchers hold them)."""
-    context = planner_search_context(ctx.settings, ctx.searcher_context(corpus))
-    built = {name: ctx.registry.create(name, context) for name in searchers}
-    return HoptreeAgent(
-        ctx.chat,
-        built,
+    return build_agent(
+        ctx.settings,
+        ctx.searcher_context(corpus),
+        searchers,
         planner=planner,
-        budgets=ctx.settings.budgets,
-        llm_timeout_s=ctx.settings.llm.timeout_s,
-        max_question_chars=ctx.settings.server.max_question_chars,
         model_label=ctx.model_label or "hoptree",
+        registry=ctx.registry,
     )
 
 
