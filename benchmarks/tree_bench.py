@@ -27,18 +27,15 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import prompts  # noqa: E402
 from agent.progress import StageFn, stage_progress  # noqa: E402
 from agent.runtime.runtime import Runtime  # noqa: E402
-from agent.runtime.usage import STEP_KEY  # noqa: E402
 from agent.settings import load_settings  # noqa: E402
+from evals.quality.reader import read_choice  # noqa: E402
 from tree.build import BuildEvent, TreeBuilder, TreeConfig  # noqa: E402
 from tree.documents import SourceDocument, read_documents  # noqa: E402
 from tree.journal import BuildJournal  # noqa: E402
@@ -150,11 +147,6 @@ def runtime_count(text: str) -> int:
 # --------------------------------------------------------------------------- QuALITY QA
 
 
-class Choice(BaseModel):
-    short_answer: Literal[1, 2, 3, 4] = Field(description="the number of the correct option")
-    answer: str = Field(description="one sentence explaining the choice")
-
-
 def quality_questions() -> list[dict[str, Any]]:
     row = json.loads(QUALITY.read_text(encoding="utf-8").splitlines()[0])
     questions = []
@@ -172,21 +164,17 @@ def quality_questions() -> list[dict[str, Any]]:
 
 
 async def answer_choice(runtime: Runtime, question: dict[str, Any], evidence: list[str]) -> int:
-    options = "\n".join(f"{i}. {o}" for i, o in enumerate(question["options"], start=1))
-    messages = prompts.render(
-        "answer",
-        question=(
-            f"{question['question']}\nOptions:\n{options}\n"
-            "The short answer is the number (1-4) of the correct option."
-        ),
-        evidence="\n".join(f"[{i}] {text}" for i, text in enumerate(evidence, start=1)),
+    """The option (1-4) the local model picks from ``evidence``, read by the same
+    ``choice_answer`` reader as the QuALITY evaluation (``evals/quality/reader.py``); 0 when
+    the reply names no option."""
+    reading = await read_choice(
+        runtime.chat.model,
+        question["question"],
+        question["options"],
+        evidence,
+        timeout_s=600,
     )
-    model = runtime.chat.model.with_structured_output(Choice, method="json_schema")
-    result = await asyncio.wait_for(
-        model.ainvoke(messages, config={"metadata": {STEP_KEY: "bench_quality_answer"}}),
-        timeout=600,
-    )
-    return int(result.short_answer) if isinstance(result, Choice) else 0
+    return reading.chosen or 0
 
 
 async def run_quality_qa(
