@@ -35,7 +35,7 @@ from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
 from searchers.passages import page_of
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
-from searchers.searcher import Searcher
+from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, Searcher
 
 if TYPE_CHECKING:
     from agent.runtime.runtime import Runtime
@@ -53,7 +53,7 @@ class HoptreeAgent:
         *,
         planner: PlannerSettings | None = None,
         budgets: BudgetSettings | None = None,
-        llm_timeout_s: float = 120.0,
+        llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S,
         max_question_chars: int = 2000,
         model_label: str = "hoptree",
         checkpointer: Any = None,

@@ -32,13 +32,18 @@ class BudgetExceeded(RuntimeError):
         self.reason: StopReason = reason
 
 
+# The one default of an LLM call's timeout (``LLMSettings.timeout_s`` and every dataclass that
+# carries a timeout read it): a 1.5B model on two cores takes minutes on a long prompt.
+DEFAULT_LLM_TIMEOUT_S = 180.0
+
+
 @dataclass(frozen=True)
 class SearchBudget:
     """Limits for one search of one atomic query. Every LLM call also has its own timeout."""
 
     max_llm_calls: int = 30
     deadline_s: float = 300.0
-    llm_timeout_s: float = 120.0
+    llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
 
 
 class BudgetMeter:

@@ -21,7 +21,13 @@ from agent.results import TraceEvent
 from agent.runtime.usage import UsageTracker
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import HitRecord
-from searchers.searcher import BudgetMeter, SearchBudget, Searcher, SearchRecord
+from searchers.searcher import (
+    DEFAULT_LLM_TIMEOUT_S,
+    BudgetMeter,
+    SearchBudget,
+    Searcher,
+    SearchRecord,
+)
 
 
 def merge_keyed(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -149,7 +155,7 @@ class PlannerRun:
     planner: PlannerSettings
     budgets: BudgetSettings
     tracker: UsageTracker
-    llm_timeout_s: float = 120.0
+    llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
     deadline_s: float = 900.0
     started: float = field(default_factory=time.monotonic)
     meter: BudgetMeter | None = None
