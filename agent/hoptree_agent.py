@@ -1,7 +1,7 @@
 """The planner as a Python API: build it from settings, ``await agent.ask(question)``.
 
 One ``HoptreeAgent`` serves many questions (concurrently too): the chat model, the searchers and
-the compiled graphs are built once; each question gets its own usage tracker, budget meter and
+the compiled graphs are built once; each question gets its own usage tracker, run scope and
 trace. Threads (follow-up questions that refer to earlier ones) live in a LangGraph checkpointer;
 without a thread id a question runs on the graph compiled without one and leaves nothing behind.
 """
@@ -35,7 +35,7 @@ from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
 from searchers.passages import page_of
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
-from searchers.searcher import Searcher
+from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, Searcher
 
 if TYPE_CHECKING:
     from agent.runtime.runtime import Runtime
@@ -53,7 +53,7 @@ class HoptreeAgent:
         *,
         planner: PlannerSettings | None = None,
         budgets: BudgetSettings | None = None,
-        llm_timeout_s: float = 120.0,
+        llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S,
         max_question_chars: int = 2000,
         model_label: str = "hoptree",
         checkpointer: Any = None,
@@ -238,7 +238,7 @@ class HoptreeAgent:
             sub_queries=reports,
             verdicts=list(state.get("verdicts", [])),
             stopped=state.get("stopped", ""),
-            llm_calls=run.budget_meter.llm_calls,
+            llm_calls=run.scope.llm_calls,
             prompt_tokens=total.prompt_tokens,
             completion_tokens=total.completion_tokens,
             seconds=seconds,

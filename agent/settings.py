@@ -31,6 +31,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from searchers.searcher import DEFAULT_LLM_TIMEOUT_S
+
 CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 EMBEDDED_RUN_SLOTS = 2
 SERVED_RUN_SLOTS = 32
@@ -72,7 +74,7 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = Field(None, description="falls back to OPENAI_API_KEY")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, ge=1, le=32768)
-    timeout_s: float = Field(180.0, gt=0, description="per request")
+    timeout_s: float = Field(DEFAULT_LLM_TIMEOUT_S, gt=0, description="per request")
     max_retries: int = Field(2, ge=0, le=10)
     cache: bool = Field(True, description="SQLite cache of every call")
     # The embedded model (used only when base_url is empty).

@@ -213,7 +213,7 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
             "citations": list(final.get("citations") or []),
             "sub_queries": _sub_queries(final),
             "stopped": final.get("stopped", ""),
-            "llm_calls": run.budget_meter.llm_calls,
+            "llm_calls": run.scope.llm_calls,
             "degraded": bool(reasons),
             "degraded_reasons": reasons,
             "seconds": round(time.monotonic() - started, 2),

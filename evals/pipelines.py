@@ -43,7 +43,7 @@ from searchers.hybrid import HybridRetriever
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.retrieval import Retriever
-from searchers.searcher import BudgetMeter, SearchBudget, Searcher
+from searchers.searcher import SearchBudget, Searcher
 from searchers.structured_calls import ask
 
 T = TypeVar("T")
@@ -216,13 +216,11 @@ async def read_passages(
     """The vanilla-RAG generator: (short answer, contexts shown, error). Each passage is
     trimmed to ``chars`` (default: ``ctx.chars``) around the question."""
     chars = chars or ctx.chars
-    meter = BudgetMeter(
-        SearchBudget(
-            max_llm_calls=1,
-            deadline_s=ctx.settings.llm.timeout_s,
-            llm_timeout_s=ctx.settings.llm.timeout_s,
-        )
-    )
+    scope = SearchBudget(
+        max_llm_calls=1,
+        deadline_s=ctx.settings.llm.timeout_s,
+        llm_timeout_s=ctx.settings.llm.timeout_s,
+    ).scope()
     reply = await ask(
         ctx.chat,
         RagAnswer,
@@ -231,7 +229,7 @@ async def read_passages(
             question=question,
             passages=numbered_passages(list(hits), max_chars=chars, query=question),
         ),
-        meter=meter,
+        scope=scope,
         step="rag_answer",
     )
     contexts = [shown_text(hit, chars, question) for hit in hits]

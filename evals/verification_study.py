@@ -24,7 +24,7 @@ from typing import Any
 from agent.indexing import build, open_retriever
 from agent.runtime.runtime import Runtime
 from agent.settings import load_settings
-from searchers.searcher import BudgetMeter, SearchBudget
+from searchers.searcher import SearchBudget
 from searchers.text import normalize_answer_folded
 from searchers.verification import VerificationRule, coverage, verify_hits
 
@@ -113,7 +113,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                     chat,
                     row["question"],
                     hits,
-                    BudgetMeter(SearchBudget(max_llm_calls=1)),
+                    SearchBudget(max_llm_calls=1).scope(),
                     VerificationRule(kind="extract"),
                     TOP,
                 )
@@ -137,8 +137,8 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 async def _ask(chat: Any, question: str, hits: list, kind: str) -> bool | None:
-    meter = BudgetMeter(SearchBudget(max_llm_calls=1))
-    verdict = await verify_hits(chat, question, hits, meter, VerificationRule(kind=kind), TOP)
+    scope = SearchBudget(max_llm_calls=1).scope()
+    verdict = await verify_hits(chat, question, hits, scope, VerificationRule(kind=kind), TOP)
     return verdict.llm_says
 
 

@@ -34,7 +34,7 @@ from searchers.repetition import drop_repetition
 from searchers.searcher import (
     Attempt,
     BudgetExceeded,
-    BudgetMeter,
+    RunScope,
     SearchBudget,
     SearchResult,
     StopReason,
@@ -81,7 +81,7 @@ class DenseRun:
     embeddings: Embeddings
     retriever: VectorRetriever
     config: DenseSearcherConfig
-    meter: BudgetMeter
+    scope: RunScope  # this search's: a sub-scope of the caller's, or a root of its budget
 
 
 class DenseState(TypedDict, total=False):
@@ -126,7 +126,7 @@ async def write(state: DenseState, runtime: Runtime[DenseRun]) -> Command[Litera
             run.chat,
             PseudoDocument,
             prompts.render("hyde", query=state["query"], feedback=feedback),
-            meter=run.meter,
+            scope=run.scope,
             step="hyde",
             max_tokens=cfg.pseudo_max_tokens,
         )
@@ -162,7 +162,7 @@ async def probe(
     )
     stopped = state.get("stopped")
     if stopped is None:
-        stopped = await judge_attempt(attempt, run.chat, state["query"], hits, run.meter, cfg)
+        stopped = await judge_attempt(attempt, run.chat, state["query"], hits, run.scope, cfg)
     attempt.ms = (time.monotonic() - started) * 1000
     attempts.append(attempt)
     update = {"attempts": attempts, "hits": {**state.get("hits", {}), attempt.id: hits}}
@@ -208,9 +208,11 @@ class DenseSearcher:
         self.budget = budget or SearchBudget()
         self.graph = build_dense_graph()
 
-    async def search(self, query: str, *, k: int | None = None) -> SearchResult:
+    async def search(
+        self, query: str, *, k: int | None = None, scope: RunScope | None = None
+    ) -> SearchResult:
         config = self.config if k is None else replace(self.config, k=k)
-        meter = BudgetMeter(self.budget)
-        run = DenseRun(self.chat, self.embeddings, self.retriever, config, meter)
+        mine = self.budget.scope(scope)
+        run = DenseRun(self.chat, self.embeddings, self.retriever, config, mine)
         limit = 4 * (config.max_rewrites + 2) + 10  # write + probe per rewrite, with headroom
-        return await run_refinement(self.name, query, self.graph, run, meter, recursion_limit=limit)
+        return await run_refinement(self.name, query, self.graph, run, mine, recursion_limit=limit)

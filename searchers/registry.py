@@ -6,6 +6,12 @@ composition root made). Other packages register through the entry-point group
 ``hoptree.searchers``; each entry point names a ``SearcherSpec`` (or a function returning one).
 Nothing registers itself on import: a registry is an ordinary object, built by
 ``default_registry()`` or by hand in tests.
+
+What a factory builds satisfies ``searchers.searcher.Searcher``: ``search(query, *, k,
+scope=None)``, where ``scope`` is the caller's ``RunScope`` (the planner's question) and the
+search runs in ``context.budget.scope(scope)``, a sub-scope bounded by both. Searchers written
+before scopes (``search(query, *, k)``) are still accepted; the planner counts the calls they
+report after each search (``searchers.searcher.takes_scope``).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ class SearcherContext:
     chat: BaseChatModel
     embeddings: Embeddings | None = None
     retrievers: Mapping[str, Any] = field(default_factory=dict)  # "sparse", "dense", "tree", ...
-    budget: SearchBudget = field(default_factory=SearchBudget)
+    budget: SearchBudget = field(default_factory=SearchBudget)  # each search's own limits
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # per searcher name
 
     def options_for(self, name: str) -> Mapping[str, Any]:

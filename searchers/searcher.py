@@ -1,4 +1,4 @@
-"""The low-level searcher protocol, its trace records and its budget.
+"""The low-level searcher protocol, its trace records, its budget and the run scope.
 
 A searcher (LevelRAG's low-level searcher) takes one atomic query, rewrites and refines it with
 the LLM against its own retriever, and returns documents plus a trace of everything it tried. The
@@ -8,10 +8,11 @@ back, and why the searcher stopped.
 
 from __future__ import annotations
 
-import contextlib
+import inspect
+import math
 import time
+import warnings
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
@@ -32,80 +33,163 @@ class BudgetExceeded(RuntimeError):
         self.reason: StopReason = reason
 
 
+# The one default of an LLM call's timeout (``LLMSettings.timeout_s`` and every dataclass that
+# carries a timeout read it): a 1.5B model on two cores takes minutes on a long prompt.
+DEFAULT_LLM_TIMEOUT_S = 180.0
+
+
 @dataclass(frozen=True)
 class SearchBudget:
-    """Limits for one search of one atomic query. Every LLM call also has its own timeout."""
+    """A searcher's configured limits for one search of one atomic query. Every LLM call also
+    has its own timeout."""
 
     max_llm_calls: int = 30
     deadline_s: float = 300.0
-    llm_timeout_s: float = 120.0
+    llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
+
+    def scope(self, parent: RunScope | None = None) -> RunScope:
+        """The scope one search runs in: a sub-scope of the caller's (``parent``, so the
+        caller's allowance and deadline bound it too), or a root scope of these limits alone
+        when the searcher is used on its own (``hoptree search``, the evals)."""
+        if parent is None:
+            return RunScope(
+                max_llm_calls=self.max_llm_calls,
+                deadline_s=self.deadline_s,
+                llm_timeout_s=self.llm_timeout_s,
+            )
+        return parent.child(
+            max_llm_calls=self.max_llm_calls,
+            deadline_s=self.deadline_s,
+            llm_timeout_s=self.llm_timeout_s,
+        )
 
 
-class BudgetMeter:
-    """Counts LLM calls and watches the deadline; ``charge`` before each call, never after.
+class RunScope:
+    """The run contract: what a piece of work (a question, its rounds, one search, the answer)
+    may spend, handed down explicitly as an argument, never found through ambient state.
 
-    A meter charged inside ``outer_budget(other)`` also charges ``other`` first: that is how
-    the planner's ``max_llm_calls`` becomes a hard cap over its searchers' calls too, checked
-    before each of them rather than added up after a search returns.
+    A scope carries a deadline (on the monotonic clock), an allowance of LLM calls, the timeout
+    of one LLM call, and optionally its parent. ``charge()`` is called before every LLM call:
+    it checks this scope and every ancestor, so a sub-scope can never spend beyond what an
+    enclosing one allows (a searcher's 30 calls inside a question's last 2 get 2), and a call
+    it refuses costs nothing. The call is then counted on every level, so the question's count
+    is the sum of everything spent beneath it at the moment it is spent, not added up after.
+
+    ``child()`` makes a sub-budget: its own limits apply on top of its parent's, so it can only
+    be tighter. Nothing ever changes a scope's limits after it is made; a step that may spend
+    more than the steps before it (the answer's reserved call) gets a scope of its own from a
+    higher level instead (``agent.planner.state.PlannerRun``).
     """
 
-    def __init__(self, budget: SearchBudget) -> None:
-        self.budget = budget
-        self.started = time.monotonic()
-        self.llm_calls = 0
+    def __init__(
+        self,
+        *,
+        max_llm_calls: int | None = None,
+        deadline_s: float | None = None,
+        llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S,
+        parent: RunScope | None = None,
+        started: float | None = None,
+    ) -> None:
+        """``None`` for a limit means "none of its own" (the parent's still apply)."""
+        self.parent = parent
+        self.started = time.monotonic() if started is None else started
+        self.max_llm_calls = max_llm_calls
+        self.deadline = self.started + deadline_s if deadline_s is not None else math.inf
+        self.llm_timeout_s = llm_timeout_s
+        self.llm_calls = 0  # charged on this scope or any scope beneath it
+
+    def child(
+        self,
+        max_llm_calls: int | None = None,
+        deadline_s: float | None = None,
+        llm_timeout_s: float | None = None,
+    ) -> RunScope:
+        """A sub-scope starting now: ``max_llm_calls`` more calls at most and ``deadline_s``
+        seconds at most, each within what this scope (and its ancestors) still allow. Its LLM
+        timeout is this scope's unless a shorter one is given."""
+        timeout = self.llm_timeout_s if llm_timeout_s is None else llm_timeout_s
+        return RunScope(
+            max_llm_calls=max_llm_calls,
+            deadline_s=deadline_s,
+            llm_timeout_s=min(timeout, self.llm_timeout_s),
+            parent=self,
+        )
+
+    def levels(self) -> Iterator[RunScope]:
+        """This scope, then its parent, up to the root."""
+        scope: RunScope | None = self
+        while scope is not None:
+            yield scope
+            scope = scope.parent
 
     @property
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
     def remaining_s(self) -> float:
-        return max(0.0, self.budget.deadline_s - self.elapsed_s)
+        """The time left before the nearest deadline of any level."""
+        return max(0.0, min(level.deadline for level in self.levels()) - time.monotonic())
+
+    def out_of_calls(self) -> bool:
+        """No level has a call left (the next ``charge`` would raise for calls)."""
+        return any(
+            level.max_llm_calls is not None and level.llm_calls >= level.max_llm_calls
+            for level in self.levels()
+        )
 
     def check(self) -> None:
-        if self.elapsed_s >= self.budget.deadline_s:
-            raise BudgetExceeded("budget_deadline")
-        if self.llm_calls >= self.budget.max_llm_calls:
-            raise BudgetExceeded("budget_llm_calls")
+        """Raise ``BudgetExceeded`` if a call now would pass a limit of any level; the
+        outermost level is checked first, each for its deadline, then its calls."""
+        now = time.monotonic()
+        for level in reversed(list(self.levels())):
+            if now >= level.deadline:
+                raise BudgetExceeded("budget_deadline")
+            if level.max_llm_calls is not None and level.llm_calls >= level.max_llm_calls:
+                raise BudgetExceeded("budget_llm_calls")
 
     def charge(self) -> float:
-        """Reserve one LLM call; returns the timeout that call may use."""
-        scope = _OUTER.get()
-        if scope is not None and scope.meter is self:
-            scope = None  # the outer meter itself is being charged
-        if scope is not None:
-            scope.meter.check()
+        """Reserve one LLM call before it is made: check every level, count the call on every
+        level, and return the timeout the call may use (this scope's LLM timeout, capped by
+        every level's time left)."""
         self.check()
-        self.llm_calls += 1
-        timeout = min(self.budget.llm_timeout_s, max(self.remaining_s(), 0.001))
-        if scope is not None:
-            scope.meter.llm_calls += 1
-            scope.charged += 1
-            timeout = min(timeout, max(scope.meter.remaining_s(), 0.001))
+        now = time.monotonic()
+        timeout = self.llm_timeout_s
+        for level in self.levels():
+            level.llm_calls += 1
+            timeout = min(timeout, max(level.deadline - now, 0.001))
         return timeout
 
+    def count(self, llm_calls: int) -> None:
+        """Count calls made without charging (an old plugin's, reported in its result) on
+        every level, after the fact; the only place calls are not charged before they are
+        made (``agent.planner.graph.search``)."""
+        for level in self.levels():
+            level.llm_calls += max(0, llm_calls)
 
-@dataclass
-class OuterScope:
-    """The enclosing meter of the calls made inside one ``outer_budget`` block, and how many of
-    them it was charged for (so a caller can add calls a plugin counted some other way)."""
-
-    meter: BudgetMeter
-    charged: int = 0
+    def __repr__(self) -> str:
+        return (
+            f"RunScope(llm_calls={self.llm_calls}, max_llm_calls={self.max_llm_calls}, "
+            f"remaining_s={self.remaining_s():.1f}, parent={self.parent!r})"
+        )
 
 
-_OUTER: ContextVar[OuterScope | None] = ContextVar("hoptree_outer_budget", default=None)
+class BudgetMeter(RunScope):
+    """Deprecated: a root ``RunScope`` of a ``SearchBudget`` (``budget.scope()``). Kept so a
+    plugin written against the meter still imports and runs; it is charged alone, and the
+    planner counts the calls its searcher reports after the search."""
 
-
-@contextlib.contextmanager
-def outer_budget(meter: BudgetMeter) -> Iterator[OuterScope]:
-    """Charge every ``BudgetMeter`` used in this block (tasks started in it too: they copy the
-    context) to ``meter`` as well, before the call is made."""
-    scope = OuterScope(meter)
-    token = _OUTER.set(scope)
-    try:
-        yield scope
-    finally:
-        _OUTER.reset(token)
+    def __init__(self, budget: SearchBudget) -> None:
+        warnings.warn(
+            "BudgetMeter is deprecated; use SearchBudget.scope() or the scope a searcher is given",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(
+            max_llm_calls=budget.max_llm_calls,
+            deadline_s=budget.deadline_s,
+            llm_timeout_s=budget.llm_timeout_s,
+        )
+        self.budget = budget
 
 
 @dataclass
@@ -224,10 +308,42 @@ class Searcher(Protocol):
     name: str
     description: str
 
-    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+    async def search(
+        self, query: str, *, k: int = 10, scope: RunScope | None = None
+    ) -> SearchResult:
         """Search for one atomic query; never raises for a bad query or a bad LLM reply: a
-        failure is a result with ``stopped="error"`` and whatever was found before it."""
+        failure is a result with ``stopped="error"`` and whatever was found before it.
+
+        ``scope`` is the caller's run scope (the planner's question, for instance): the search
+        runs in a sub-scope of it (``SearchBudget.scope(scope)``) and charges every LLM call
+        there before making it; without one it runs in a root scope of its own budget. A
+        searcher written before scopes (``search(query, *, k)``) still works: the planner
+        calls it without one and counts the ``llm_calls`` its result reports afterwards
+        (``takes_scope``)."""
         ...
+
+
+_TAKES_SCOPE: dict[Any, bool] = {}
+
+
+def takes_scope(searcher: Searcher) -> bool:
+    """Whether ``searcher.search`` accepts ``scope=`` (or any keyword). Checked once per
+    ``search`` function: the compatibility path for plugins written before run scopes."""
+    search = searcher.search
+    key = getattr(search, "__func__", search)
+    known = _TAKES_SCOPE.get(key)
+    if known is None:
+        try:
+            params = list(inspect.signature(search).parameters.values())
+        except (TypeError, ValueError):  # no signature to read: call it as before
+            params = []
+        known = any(
+            (p.name == "scope" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            or p.kind is p.VAR_KEYWORD
+            for p in params
+        )
+        _TAKES_SCOPE[key] = known
+    return known
 
 
 def best_attempt(attempts: list[Attempt]) -> Attempt | None:
@@ -257,7 +373,7 @@ async def run_refinement(
     query: str,
     graph: Any,
     context: Any,
-    meter: BudgetMeter,
+    scope: RunScope,
     *,
     recursion_limit: int,
 ) -> SearchResult:
@@ -283,7 +399,7 @@ async def run_refinement(
         best_attempt=best.id if best else None,
         sufficient=bool(best and best.verdict and best.verdict.sufficient),
         stopped="error" if error else state.get("stopped", "exhausted"),
-        llm_calls=meter.llm_calls,
+        llm_calls=scope.llm_calls,
         ms=(time.monotonic() - started) * 1000,
         error=error or state.get("error"),
     )

@@ -44,7 +44,7 @@ from searchers.passages import Hit, numbered_passages
 from searchers.searcher import (
     Attempt,
     BudgetExceeded,
-    BudgetMeter,
+    RunScope,
     SearchBudget,
     SearchResult,
     StopReason,
@@ -105,7 +105,7 @@ class SparseRun:
     chat: BaseChatModel
     retriever: SparseRetriever
     config: SparseSearcherConfig
-    meter: BudgetMeter
+    scope: RunScope  # this search's: a sub-scope of the caller's, or a root of its budget
     render: Callable[[LuceneQuery], str] = render_query_string
 
 
@@ -155,7 +155,7 @@ async def rewrite(
             run.chat,
             LuceneRewrite,
             prompts.render("sparse_rewrite", query=state["query"]),
-            meter=run.meter,
+            scope=run.scope,
             step="sparse_rewrite",
         )
     except BudgetExceeded as exc:
@@ -209,7 +209,7 @@ async def probe(
     )
     stopped = state.get("stopped")
     if stopped is None:
-        stopped = await judge_attempt(attempt, run.chat, state["query"], hits, run.meter, cfg)
+        stopped = await judge_attempt(attempt, run.chat, state["query"], hits, run.scope, cfg)
     attempt.ms = (time.monotonic() - started) * 1000
     attempts.append(attempt)
     to_expand = list(state.get("to_expand", []))
@@ -279,7 +279,7 @@ async def expand(
                 run.chat,
                 Keyword,
                 render_prompt(state["query"], attempt.query, passages),
-                meter=run.meter,
+                scope=run.scope,
                 step=f"sparse_{operation}",
             )
         except BudgetExceeded as exc:
@@ -333,12 +333,14 @@ class SparseSearcher:
         self.render = render
         self.graph = build_sparse_graph()
 
-    async def search(self, query: str, *, k: int | None = None) -> SearchResult:
+    async def search(
+        self, query: str, *, k: int | None = None, scope: RunScope | None = None
+    ) -> SearchResult:
         config = self.config if k is None else _with_k(self.config, k)
-        meter = BudgetMeter(self.budget)
-        run = SparseRun(self.chat, self.retriever, config, meter, self.render)
+        mine = self.budget.scope(scope)
+        run = SparseRun(self.chat, self.retriever, config, mine, self.render)
         return await run_refinement(
-            self.name, query, self.graph, run, meter, recursion_limit=_recursion_limit(config)
+            self.name, query, self.graph, run, mine, recursion_limit=_recursion_limit(config)
         )
 
 

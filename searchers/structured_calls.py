@@ -5,6 +5,7 @@ the token limit is read as far as it got (``searchers.truncated_json``) rather t
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -16,7 +17,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from pydantic import BaseModel
 
-from searchers.searcher import BudgetMeter
+from searchers.searcher import RunScope
 from searchers.truncated_json import salvage
 
 T = TypeVar("T", bound=BaseModel)
@@ -95,13 +96,21 @@ async def ask(
     schema: type[T],
     messages: list[BaseMessage],
     *,
-    meter: BudgetMeter,
+    scope: RunScope | None = None,
     step: str,
     max_tokens: int | None = None,
+    meter: RunScope | None = None,
 ) -> Reply[T]:
-    """Ask for ``schema``; raises only ``BudgetExceeded`` (before spending anything).
-    ``max_tokens`` lowers the model's reply limit for this call."""
-    timeout = meter.charge()
+    """Ask for ``schema``; the call is charged to ``scope`` first, and the timeout it gets is
+    the one the scope returns. Raises only ``BudgetExceeded`` (before spending anything).
+    ``max_tokens`` lowers the model's reply limit for this call. ``meter`` is the deprecated
+    name of ``scope``, kept for plugins written against ``BudgetMeter``."""
+    if scope is None:
+        if meter is None:
+            raise TypeError("ask() needs the scope to charge the call to (scope=...)")
+        warnings.warn("ask(meter=...) is deprecated; pass scope=", DeprecationWarning, 2)
+        scope = meter
+    timeout = scope.charge()
     lean = bound_to_schema(chat, schema, max_tokens)
     runnable = lean if lean is not None else structured(chat, schema, max_tokens)
     try:

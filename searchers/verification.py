@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from searchers.passages import Hit, numbered_passages
-from searchers.searcher import Attempt, BudgetExceeded, BudgetMeter, Verdict
+from searchers.searcher import Attempt, BudgetExceeded, RunScope, Verdict
 from searchers.structured_calls import ask
 from searchers.text import WORD, fold, key_terms, normalize_answer_folded, stem
 
@@ -137,7 +137,7 @@ async def verify_hits(
     chat: BaseChatModel,
     query: str,
     hits: Sequence[Hit],
-    meter: BudgetMeter,
+    scope: RunScope,
     rule: VerificationRule,
     top: int = 5,
     passage_chars: int = 300,
@@ -153,7 +153,7 @@ async def verify_hits(
         return Verdict(sufficient=rule.decide(cov, None), coverage=cov, reason="coverage rule")
     shown = numbered_passages(list(hits[:top]), max_chars=passage_chars, query=query)
     if rule.extracts:
-        return await _extract_verdict(chat, query, hits, shown, cov, meter, rule, top)
+        return await _extract_verdict(chat, query, hits, shown, cov, scope, rule, top)
     reply = await ask(
         chat,
         Judgement,
@@ -162,7 +162,7 @@ async def verify_hits(
             query=query,
             passages=shown,
         ),
-        meter=meter,
+        scope=scope,
         step="searcher_verify",
     )
     llm_says = reply.value.answers_query if reply.value else None
@@ -180,7 +180,7 @@ async def _extract_verdict(
     hits: Sequence[Hit],
     shown: str,
     cov: float,
-    meter: BudgetMeter,
+    scope: RunScope,
     rule: VerificationRule,
     top: int,
 ) -> Verdict:
@@ -188,7 +188,7 @@ async def _extract_verdict(
         chat,
         Extraction,
         prompts.render("searcher_extract", query=query, passages=shown),
-        meter=meter,
+        scope=scope,
         step="searcher_extract",
     )
     span = " ".join(reply.value.answer.split())[:200] if reply.value else ""
@@ -223,14 +223,14 @@ async def judge_attempt(
     chat: BaseChatModel,
     query: str,
     hits: Sequence[Hit],
-    meter: BudgetMeter,
+    scope: RunScope,
     cfg: JudgeSettings,
 ) -> str | None:
     """Record the verdict on ``attempt``. A spent budget is returned as the stop reason rather
     than raised, because a searcher out of calls still hands back what it has found."""
     try:
         attempt.verdict = await verify_hits(
-            chat, query, hits, meter, cfg.rule, cfg.verify_top, cfg.passage_chars
+            chat, query, hits, scope, cfg.rule, cfg.verify_top, cfg.passage_chars
         )
     except BudgetExceeded as exc:
         return exc.reason

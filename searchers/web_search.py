@@ -28,7 +28,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from searchers.passages import Hit, Passage
 from searchers.searcher import (
     Attempt,
-    BudgetMeter,
+    RunScope,
     SearchBudget,
     SearchResult,
     StopReason,
@@ -164,15 +164,17 @@ class WebSearcher:
             if reason:  # said once here, and again in every search's trace
                 log.warning("web provider %s is skipped: %s", provider.name, reason)
 
-    async def search(self, query: str, *, k: int = 10) -> SearchResult:
-        meter = BudgetMeter(self.budget)
+    async def search(
+        self, query: str, *, k: int = 10, scope: RunScope | None = None
+    ) -> SearchResult:
+        mine = self.budget.scope(scope)  # no LLM call: only its deadline is read
         started = time.monotonic()
         try:
-            return await self._search(query, k, meter, started)
+            return await self._search(query, k, mine, started)
         except Exception as exc:  # a searcher degrades; the planner records it and goes on
             return self._result(query, [], [], "error", f"{type(exc).__name__}: {exc}", started)
 
-    async def _search(self, query: str, k: int, meter: BudgetMeter, started: float) -> SearchResult:
+    async def _search(self, query: str, k: int, scope: RunScope, started: float) -> SearchResult:
         if not query.strip():
             return self._result(query, [], [], "error", "empty query: nothing to search", started)
         if not self.providers:
@@ -191,7 +193,7 @@ class WebSearcher:
         ) as client:
             outcomes = await asyncio.gather(
                 *(
-                    self._call(index, provider, client, query, k, meter, semaphore)
+                    self._call(index, provider, client, query, k, scope, semaphore)
                     for index, provider in enumerate(self.providers)
                 )
             )
@@ -216,7 +218,7 @@ class WebSearcher:
         client: httpx.AsyncClient,
         query: str,
         k: int,
-        meter: BudgetMeter,
+        scope: RunScope,
         semaphore: asyncio.Semaphore,
     ) -> _Outcome:
         """One provider with retries; never raises (a provider bug is a failure in the trace)."""
@@ -236,7 +238,7 @@ class WebSearcher:
 
             async def one_try() -> list[WebResult]:
                 nonlocal tries
-                remaining = meter.remaining_s()
+                remaining = scope.remaining_s()
                 if remaining <= 0:
                     raise _NoRetry("search deadline reached", deadline=True)
                 limit = min(provider.timeout_s, remaining)
@@ -264,7 +266,7 @@ class WebSearcher:
                 if delay is None:
                     gave_up.append((f"{exc}; {refusal}", False))
                     return 0.0
-                if delay >= meter.remaining_s():
+                if delay >= scope.remaining_s():
                     gave_up.append((f"{exc}; no time left to retry before the deadline", True))
                     return 0.0
                 return delay

@@ -68,7 +68,7 @@ class Essay(BaseModel):
 async def test_a_capped_structured_reply_is_salvaged_with_its_tokens_counted(local_chat) -> None:
     """The real server stops a schema-enforced reply at a lowered limit; the client refuses it,
     and ``ask`` keeps the part that parses and the usage tracker the call's tokens."""
-    from searchers.searcher import BudgetMeter, SearchBudget
+    from searchers.searcher import SearchBudget
     from searchers.structured_calls import ask
 
     tracker = UsageTracker()
@@ -78,7 +78,7 @@ async def test_a_capped_structured_reply_is_salvaged_with_its_tokens_counted(loc
         model,
         Essay,
         [HumanMessage(content=prompt)],
-        meter=BudgetMeter(SearchBudget()),
+        scope=SearchBudget().scope(),
         step="hyde",
         max_tokens=24,
     )

@@ -324,30 +324,30 @@ class CallingSearcher(KeywordSearcher):
         self.chat = chat
         self.calls = calls
 
-    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+    async def search(self, query: str, *, k: int = 10, scope=None) -> SearchResult:
         from pydantic import BaseModel
 
-        from searchers.searcher import BudgetExceeded, BudgetMeter, SearchBudget
+        from searchers.searcher import BudgetExceeded, SearchBudget
         from searchers.structured_calls import ask
         from searchers.verification import RuleKind  # noqa: F401  (the searchers' own module)
 
         class Keywords(BaseModel):
             query: str
 
-        meter = BudgetMeter(SearchBudget(max_llm_calls=1000))
+        mine = SearchBudget(max_llm_calls=1000).scope(scope)
         for _ in range(self.calls):
             try:
                 await ask(
                     self.chat,
                     Keywords,
                     prompts_render(query),
-                    meter=meter,
+                    scope=mine,
                     step="sparse_rewrite",
                 )
             except BudgetExceeded:
                 break
         result = await super().search(query, k=k)
-        result.llm_calls = meter.llm_calls
+        result.llm_calls = mine.llm_calls
         return result
 
 
@@ -950,18 +950,18 @@ async def test_a_chain_question_planned_as_one_query_keeps_the_wide_context(inde
 
 
 class ChargingSearcher(KeywordSearcher):
-    """Asks its meter for one LLM call per search (as a rewrite would), and records whether
+    """Asks its scope for one LLM call per search (as a rewrite would), and records whether
     the planner's budget allowed it."""
 
     def __init__(self, index: TantivySparseIndex) -> None:
         super().__init__(index, name="charging")
         self.allowed: dict[str, bool] = {}
 
-    async def search(self, query: str, *, k: int = 10) -> SearchResult:
-        from searchers.searcher import BudgetExceeded, BudgetMeter, SearchBudget
+    async def search(self, query: str, *, k: int = 10, scope=None) -> SearchResult:
+        from searchers.searcher import BudgetExceeded, SearchBudget
 
         try:
-            BudgetMeter(SearchBudget(max_llm_calls=5)).charge()
+            SearchBudget(max_llm_calls=5).scope(scope).charge()
             self.allowed[query] = True
         except BudgetExceeded:
             self.allowed[query] = False
@@ -1001,3 +1001,38 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     assert {s["id"] for s in without.sources} <= planned_hits  # only what the plan found
     question_top = [h.id for h in index.retrieve("Which river flows through Paris?", 2)]
     assert [s["id"] for s in result.sources][:2] == question_top
+
+
+class ReportingSearcher(KeywordSearcher):
+    """A plugin written before run scopes: ``search(query, *, k)``, no scope to charge, its
+    model called its own way and the calls reported in its result."""
+
+    def __init__(self, index: TantivySparseIndex, calls: int) -> None:
+        super().__init__(index, "reporting")
+        self.calls = calls
+
+    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+        result = await super().search(query, k=k)
+        result.llm_calls = self.calls
+        return result
+
+
+async def test_an_old_plugins_calls_are_counted_after_its_search(index) -> None:
+    chat = two_hop_chat()
+    searcher = ReportingSearcher(index, calls=2)
+    result = await agent_with(chat, [searcher]).ask(QUESTION)
+    assert searcher.queries  # called the old way, without a scope
+    assert result.llm_calls == len(chat.seen) + 2 * len(searcher.queries)
+    assert result.short_answer == "the Seine"
+
+
+async def test_the_answer_keeps_its_call_when_the_searches_spent_the_rounds(index) -> None:
+    """An old plugin's reported calls spend the rounds' scope: no findings call is made, and
+    the answer still has the call kept for it."""
+    chat = two_hop_chat()
+    searcher = ReportingSearcher(index, calls=20)
+    result = await agent_with(chat, [searcher], max_llm_calls=6).ask(QUESTION)
+    assert chat.count("decompose") == 1 and chat.count("summarize") == 0
+    assert chat.count("answer") == 1
+    assert result.llm_calls == len(chat.seen) + 20 * len(searcher.queries)
+    assert result.stopped == "budget_llm_calls"

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from agent.runtime.usage import UsageTracker
 from searchers.repetition import drop_repetition
-from searchers.searcher import BudgetMeter, SearchBudget
+from searchers.searcher import SearchBudget
 from searchers.structured_calls import Reply, ask, capped, truncated_text
 from searchers.truncated_json import salvage
 from tests.loopback_http import serving
@@ -215,7 +215,7 @@ def ask_once(chat: BaseChatModel, schema: type[BaseModel], step: str, **options:
     """One ``ask`` with a fresh budget and a one-line prompt, run to completion."""
     messages = [HumanMessage("q")]
     return asyncio.run(
-        ask(chat, schema, messages, meter=BudgetMeter(SearchBudget()), step=step, **options)
+        ask(chat, schema, messages, scope=SearchBudget().scope(), step=step, **options)
     )
 
 

@@ -12,7 +12,7 @@ import asyncio
 import time
 
 from searchers.registry import SearcherContext, SearcherSpec
-from searchers.searcher import Attempt, Searcher, SearchResult, Verdict
+from searchers.searcher import Attempt, RunScope, Searcher, SearchResult, Verdict
 from searchers.verification import VerificationRule, coverage
 from tree.retrieval import TreeRetriever
 
@@ -25,7 +25,10 @@ class TreeSearcher:
         self.retriever = retriever
         self.rule = rule or VerificationRule(kind="coverage")
 
-    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+    async def search(
+        self, query: str, *, k: int = 10, scope: RunScope | None = None
+    ) -> SearchResult:
+        """One retrieval; ``scope`` is accepted for the protocol (no LLM call to charge)."""
         started = time.monotonic()
         try:
             hits = await asyncio.to_thread(self.retriever.collapsed, query, max_nodes=k)

@@ -225,13 +225,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     findings = supported_findings(state)
     step = open_step(state) if cfg.summarize else None
     # The answer is the point of the run: it has one call of its own, beyond what the rounds
-    # could spend (the rounds' meter stops one short of max_llm_calls).
-    meter = run.budget_meter
-    meter.budget = type(meter.budget)(
-        max_llm_calls=meter.llm_calls + 1,
-        deadline_s=meter.elapsed_s + max(run.remaining_s(), run.llm_timeout_s),
-        llm_timeout_s=run.llm_timeout_s,
-    )
+    # could spend (their scope stops one short of max_llm_calls; ``PlannerRun.answer_scope``).
     reply = await ask(
         run.chat,
         FinalAnswer,
@@ -242,7 +236,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
             open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
         ),
-        meter=meter,
+        scope=run.answer_scope(),
         step="answer",
         max_tokens=ANSWER_MAX_TOKENS,
     )

@@ -53,7 +53,7 @@ async def _plan(
                 examples=plan_examples(shape),
                 conversation=conversation_text(state.get("history", [])),
             ),
-            meter=run.budget_meter,
+            scope=run.rounds,
             step="decompose",
         )
     except BudgetExceeded as exc:

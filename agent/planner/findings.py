@@ -119,7 +119,7 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
                 run.chat,
                 RoundFindings,
                 prompts.render("findings", queries=text),
-                meter=run.budget_meter,
+                scope=run.rounds,
                 step="summarize",
                 max_tokens=FINDINGS_MAX_TOKENS,
             )

@@ -46,13 +46,19 @@ from agent.planner.state import (
 )
 from agent.planner.trace import emit
 from agent.planner.verify import HOP_EXTRA_ROUNDS, verify
-from searchers.searcher import BudgetMeter, SearchBudget, SearchResult, outer_budget
+from searchers.searcher import SearchResult, takes_scope
 
 
 async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
     """One searcher on one atomic query. A searcher that raises, hangs or overruns the deadline
-    degrades the answer (the trace says so); it never fails the question. Its LLM calls are
-    charged to the question's meter before each is made (``outer_budget``)."""
+    degrades the answer (the trace says so); it never fails the question.
+
+    The searcher gets the rounds' scope as ``scope=`` (a child of it with the task's
+    allowance when the task has one), so each of its LLM calls is charged to the question
+    before it is made. A searcher written before scopes (``search(query, *, k)``, see
+    ``takes_scope``) is called without one and the calls its result reports are counted on
+    that scope afterwards: the one compatibility path where calls are counted after the
+    fact."""
     run = runtime.context
     started = time.monotonic()
     name, query = task["searcher"], task["query"]
@@ -60,31 +66,29 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     time_left = run.search_time_left()
     error: str | None = None
     result: SearchResult | None = None
-    charged = 0
     allowance = task.get("max_llm_calls")
+    scope = run.rounds
+    if allowance is not None:  # a sub-scope: nothing spent beyond the task's allowance
+        scope = scope.child(max_llm_calls=allowance, deadline_s=time_left)
+    scoped = takes_scope(searcher)
     if time_left <= 0:
         error = "skipped: the question's deadline is near"
     else:
-        meter = run.budget_meter
-        if allowance is not None:  # its own, smaller meter: nothing charged beyond it
-            meter = BudgetMeter(SearchBudget(allowance, time_left, run.llm_timeout_s))
-        with outer_budget(meter) as scope:
-            try:
-                result = await asyncio.wait_for(
-                    searcher.search(query, k=run.planner.k), timeout=time_left
-                )
-            except TimeoutError:
-                error = f"no result within the {time_left:.0f}s left before the deadline"
-            except Exception as exc:  # a plugin's bug must not end the question
-                error = f"{type(exc).__name__}: {str(exc)[:300]}"
-            charged = scope.charged
+        call = (
+            searcher.search(query, k=run.planner.k, scope=scope)
+            if scoped
+            else searcher.search(query, k=run.planner.k)
+        )
+        try:
+            result = await asyncio.wait_for(call, timeout=time_left)
+        except TimeoutError:
+            error = f"no result within the {time_left:.0f}s left before the deadline"
+        except Exception as exc:  # a plugin's bug must not end the question
+            error = f"{type(exc).__name__}: {str(exc)[:300]}"
     if result is None:
         result = SearchResult.failed(name, query, error or "no result", started)
-    # a plugin that calls its model without a BudgetMeter is counted after the fact
-    # (a task with its own allowance was charged to its own meter: add what it spent)
-    run.budget_meter.llm_calls += (
-        max(0, result.llm_calls - charged) if allowance is None else result.llm_calls
-    )
+    elif not scoped:
+        scope.count(result.llm_calls)
     record: SearchEntry = {"sub_query_id": task["sub_query_id"], **result.to_json()}
     emit(runtime, "search", record, task["round"], result.ms)
     errors = [f"{name} on {query!r}: {result.error}"] if result.error else []

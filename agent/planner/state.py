@@ -21,7 +21,7 @@ from agent.results import TraceEvent
 from agent.runtime.usage import UsageTracker
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import HitRecord
-from searchers.searcher import BudgetMeter, SearchBudget, Searcher, SearchRecord
+from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, RunScope, Searcher, SearchRecord
 
 
 def merge_keyed(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -97,7 +97,7 @@ class SearchTask(TypedDict):
     query: str
     searcher: str
     round: int
-    # LLM calls this search may make; absent = what the question's meter allows. The question
+    # LLM calls this search may make; absent = what the question's rounds allow. The question
     # itself is searched with 0: its searchers' first, as-written retrieval, no rewrite.
     max_llm_calls: NotRequired[int]
 
@@ -142,39 +142,60 @@ def query_key(query: str) -> str:
 
 @dataclass
 class PlannerRun:
-    """Per-run context: the models and searchers, the budgets, and the event sink."""
+    """Per-run context: the models and searchers, the budgets, and the event sink.
+
+    The run contract of one question is three ``RunScope``s, none of them ever changed:
+
+    - ``scope``, the question's root: it counts every call made for the question (its count is
+      ``AskResult.llm_calls``) and ends at the question's deadline plus one LLM timeout, the
+      answer's grace (below). Its ``max_llm_calls`` is split between its two children.
+    - ``rounds``, its child for everything before the answer (decompose, the searches,
+      summarize, verify): ``max_llm_calls - 1`` calls and the question's deadline. Every
+      searcher gets a sub-scope of it, so the cap holds over their calls too.
+    - ``answer_scope()``, its other child, made when the answer step runs: the one call kept
+      for the answer, so the rounds can never spend it, not even when an old plugin's calls,
+      counted after its search, took the rounds past their allowance.
+
+    So no more than ``max_llm_calls`` calls are ever charged, and no node mutates a budget.
+    """
 
     chat: BaseChatModel
     searchers: dict[str, Searcher]
     planner: PlannerSettings
     budgets: BudgetSettings
     tracker: UsageTracker
-    llm_timeout_s: float = 120.0
+    llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
     deadline_s: float = 900.0
     started: float = field(default_factory=time.monotonic)
-    meter: BudgetMeter | None = None
     events: list[TraceEvent] = field(default_factory=list)
+    scope: RunScope = field(init=False)
+    rounds: RunScope = field(init=False)
 
     def __post_init__(self) -> None:
-        # One meter for the whole question: planner calls are charged on it directly and every
-        # searcher call is charged on it before it is made (``outer_budget``), so
-        # max_llm_calls is a hard cap. One call stays reserved for the answer step.
-        if self.meter is None:
-            self.meter = BudgetMeter(
-                SearchBudget(
-                    max_llm_calls=max(0, self.budgets.max_llm_calls - 1),
-                    deadline_s=self.deadline_s,
-                    llm_timeout_s=self.llm_timeout_s,
-                )
-            )
+        self.scope = RunScope(  # no allowance of its own: its children's add up to the cap
+            deadline_s=self.deadline_s + self.llm_timeout_s,
+            llm_timeout_s=self.llm_timeout_s,
+            started=self.started,
+        )
+        self.rounds = RunScope(
+            max_llm_calls=max(0, self.budgets.max_llm_calls - 1),
+            deadline_s=self.deadline_s,
+            llm_timeout_s=self.llm_timeout_s,
+            parent=self.scope,
+            started=self.started,
+        )
 
-    @property
-    def budget_meter(self) -> BudgetMeter:
-        assert self.meter is not None
-        return self.meter
+    def answer_scope(self) -> RunScope:
+        """The answer's one call: a child of the root, so it is there however much the rounds
+        spent, and given the time left or one LLM timeout, whichever is longer (an answer
+        started at the deadline still gets its full call; the root's grace covers it)."""
+        return self.scope.child(
+            max_llm_calls=1, deadline_s=max(self.remaining_s(), self.llm_timeout_s)
+        )
 
     def remaining_s(self) -> float:
-        return max(0.0, self.deadline_s - (time.monotonic() - self.started))
+        """The time left before the question's deadline (the rounds' scope's)."""
+        return self.rounds.remaining_s()
 
     def search_time_left(self) -> float:
         """Searching stops early enough to leave the answer step a share of the deadline."""

@@ -23,7 +23,7 @@ def emit(
     data = {
         **data,
         "usage": {
-            "llm_calls": run.budget_meter.llm_calls,
+            "llm_calls": run.scope.llm_calls,
             "prompt_tokens": total.prompt_tokens,
             "completion_tokens": total.completion_tokens,
         },

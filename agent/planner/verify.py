@@ -115,7 +115,7 @@ def _stop_reason(state: PlannerState, run: PlannerRun, rnd: int, *, hops: bool =
     already counted in ``max_sub_queries``: sending them (``hops``) adds none."""
     if rnd >= run.budgets.max_rounds + (HOP_EXTRA_ROUNDS if hops else 0):
         return "max_rounds"
-    if run.budget_meter.llm_calls >= run.budget_meter.budget.max_llm_calls:
+    if run.rounds.out_of_calls():
         return "budget_llm_calls"
     if run.search_time_left() <= 0:
         return "deadline"
@@ -183,7 +183,7 @@ async def verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> Command[L
                     findings=_findings_text(state, cfg.passage_chars),
                     max_queries=limit,
                 ),
-                meter=run.budget_meter,
+                scope=run.rounds,
                 step="verify",
                 max_tokens=VERIFY_MAX_TOKENS,
             )
