@@ -434,6 +434,10 @@ async def run_eval(
     error (scored zero), not the end of the run."""
     started_at = now_iso()
     wall = time.monotonic()
+    # the code this process runs is the checkout as it was when it started (modules are
+    # imported by now); ``code_version`` is cached, so a commit made while the run goes on
+    # does not relabel its later rows
+    code_version()
     check_config(config)
     spec = get_pipeline(config.pipeline)
     if spec.needs_embeddings and ctx.embeddings is None:
