@@ -79,8 +79,8 @@ from evals.report import (
     write_report,
 )
 from searchers.corpus import file_sha256
-from searchers.index_build import BuildProgress, embedding_dimension
 from searchers.index_dir import now_iso
+from searchers.index_generation import BuildProgress, embedding_dimension
 from searchers.registry import SearcherRegistryError
 
 log = logging.getLogger(__name__)
