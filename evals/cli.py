@@ -19,6 +19,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evals.compare import (
+    compare_columns,
+    comparison_markdown,
+    comparison_rows,
+    comparison_warnings,
+    gains_plot_path,
+    on_common_questions,
+    paired_comparison,
+    plot_gains,
+    run_labels,
+    with_hop_recall,
+)
 from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
 from evals.datasets import DatasetError, resolve_format
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, gains_table
@@ -31,23 +43,7 @@ from evals.pipelines import (
     get_pipeline,
 )
 from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
-from evals.report import (
-    REPORT_FILE,
-    ReportError,
-    compare_columns,
-    comparison_markdown,
-    comparison_rows,
-    comparison_warnings,
-    details_or_none,
-    gains_plot_path,
-    load_metrics,
-    on_common_questions,
-    paired_comparison,
-    plot_gains,
-    plot_scores,
-    run_labels,
-    with_hop_recall,
-)
+from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
 from evals.runner import EvalRunError, RunConfig, check_config, run_eval
 from evals.suite import (
     DEFAULT_SUITE,
@@ -560,7 +556,7 @@ def quality_report_command(
 ) -> None:
     """Accuracy and HARD accuracy per pipeline on the same questions, the summary share of the
     context, tree stats per clustering method, the tree's gains beside the papers'."""
-    from evals.quality.report import write_comparison
+    from evals.quality.compare import write_comparison
 
     try:
         text = write_comparison(runs, markdown=markdown, plot=plot, common=common)
