@@ -44,7 +44,8 @@ from evals.pipelines import (
 )
 from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
-from evals.runner import EvalRunError, RunConfig, check_config, run_eval
+from evals.run_directory import EvalRunError, RunConfig
+from evals.runner import check_config, run_eval
 from evals.suite import (
     DEFAULT_SUITE,
     SUITES,

@@ -19,7 +19,7 @@ from evals.quality.corpora import INDEX_SUBDIR, article_dir, leaf_passages
 from evals.quality.data import load_articles
 from evals.quality.pipelines import QUALITY_PIPELINES, retrieval_query
 from evals.quality.runner import run_quality
-from evals.runner import EvalRunError, RunConfig
+from evals.run_directory import EvalRunError, RunConfig
 from tests.quality_chat import TINY, QualityChat, quality_chat
 from tree.store import load_tree
 
