@@ -5,6 +5,10 @@ A typer sub-app mounted by ``agent`` through the entry-point group ``hoptree.com
 input (pipeline name, dataset file and layout, output directory) before any model starts, so a
 typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
 tables go to stdout, progress bars to stderr.
+
+Why one module of this length: it is the whole ``hoptree eval`` surface, each command a thin
+parse-and-print over the module that does the work (``runner``, ``compare``, ``suite``,
+``quality``), and much of its length is typer's option declarations.
 """
 
 from __future__ import annotations
