@@ -13,12 +13,11 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from agent.settings import Settings
-from searchers.elasticsearch_backend import (
+from searchers.elasticsearch_retrievers import (
     ElasticsearchDenseRetriever,
     ElasticsearchSparseRetriever,
-    ElasticsearchStore,
-    connect,
 )
+from searchers.elasticsearch_store import ElasticsearchStore, connect
 from searchers.hybrid import HybridRetriever
 from searchers.passages import Passage
 

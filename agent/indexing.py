@@ -20,15 +20,9 @@ from agent.runtime.embeddings import BUNDLED_MODELS
 from agent.settings import Settings
 from searchers.corpus import select_sources
 from searchers.dense_faiss import PassageText
-from searchers.index_build import (
-    BuildProgress,
-    BuildReport,
-    DenseOptions,
-    FailedSource,
-    SourceSpec,
-    build_index,
-)
+from searchers.index_build import BuildReport, FailedSource, SourceSpec, build_index
 from searchers.index_dir import RETRIEVER_KINDS, IndexDir
+from searchers.index_generation import BuildProgress, DenseOptions
 from searchers.jsonl import json_objects
 from searchers.passages import Hit
 from searchers.retrieval import Retriever

@@ -1,7 +1,8 @@
 """The means of a run's rows: what ``metrics.json`` holds. Scores become percentages (0-100,
 as papers print them) per question type and overall; costs (calls, tokens, seconds) are means
 per question, with what the LLM cache saved counted apart; planner runs add their stop reasons
-and plan sizes. Rendering them is ``evals.report``'s job."""
+and plan sizes. Rendering them is ``evals.report``'s job (and ``evals.compare``'s, for several
+runs)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,10 @@ A typer sub-app mounted by ``agent`` through the entry-point group ``hoptree.com
 input (pipeline name, dataset file and layout, output directory) before any model starts, so a
 typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
 tables go to stdout, progress bars to stderr.
+
+Why one module of this length: it is the whole ``hoptree eval`` surface, each command a thin
+parse-and-print over the module that does the work (``runner``, ``compare``, ``suite``,
+``quality``), and much of its length is typer's option declarations.
 """
 
 from __future__ import annotations
@@ -19,6 +23,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evals.compare import (
+    compare_columns,
+    comparison_markdown,
+    comparison_rows,
+    comparison_warnings,
+    gains_plot_path,
+    on_common_questions,
+    paired_comparison,
+    plot_gains,
+    run_labels,
+    with_hop_recall,
+)
 from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
 from evals.datasets import DatasetError, resolve_format
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, gains_table
@@ -31,24 +47,9 @@ from evals.pipelines import (
     get_pipeline,
 )
 from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
-from evals.report import (
-    REPORT_FILE,
-    ReportError,
-    compare_columns,
-    comparison_markdown,
-    comparison_rows,
-    comparison_warnings,
-    details_or_none,
-    gains_plot_path,
-    load_metrics,
-    on_common_questions,
-    paired_comparison,
-    plot_gains,
-    plot_scores,
-    run_labels,
-    with_hop_recall,
-)
-from evals.runner import EvalRunError, RunConfig, check_config, run_eval
+from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
+from evals.run_directory import EvalRunError, RunConfig
+from evals.runner import check_config, run_eval
 from evals.suite import (
     DEFAULT_SUITE,
     SUITES,
@@ -560,7 +561,7 @@ def quality_report_command(
 ) -> None:
     """Accuracy and HARD accuracy per pipeline on the same questions, the summary share of the
     context, tree stats per clustering method, the tree's gains beside the papers'."""
-    from evals.quality.report import write_comparison
+    from evals.quality.compare import write_comparison
 
     try:
         text = write_comparison(runs, markdown=markdown, plot=plot, common=common)

@@ -25,7 +25,7 @@ from agent.indexing import build, open_retriever
 from agent.settings import Settings
 from evals.datasets import EvalQuestion
 from searchers.dense_faiss import DenseConfig, FaissDenseIndex
-from searchers.index_build import embedding_dimension
+from searchers.index_generation import embedding_dimension
 from searchers.passages import Passage
 from searchers.retrieval import Retriever
 from searchers.sparse_tantivy import TantivySparseIndex

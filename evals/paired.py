@@ -17,7 +17,7 @@ given only the gold paragraphs (``oracle``). The share of the gap from the best 
 the oracle that an agent run closes ("headroom captured") is what the agent's extra calls buy.
 
 Everything here is a pure function of rows; rendering the tables is in this module too (they are
-its only reader), the chart is ``evals.report``'s.
+its only reader), the chart is ``evals.compare``'s.
 """
 
 from __future__ import annotations

@@ -15,6 +15,11 @@ trimmed them, titles included, passage numbers left out so "[1]" cannot match an
 the retrieved titles (for gold-paragraph recall), and the cost. Models arrive through an
 ``EvalContext`` and retrievers through a ``Corpus``, so tests run every pipeline with a scripted
 chat model over a tiny real index, and the CLI with the real model behind the LLM cache.
+
+Why one module of this length: it is the catalogue ``hoptree eval pipelines`` lists, read top to
+bottom: the contract (``EvalContext``, ``PipelineOutput``, ``PipelineSpec``), the helpers every
+pipeline shares, the pipelines, and ``PIPELINES`` naming them; moving the planner's pipelines
+out would push the contract into a third module that every importer would have to learn.
 """
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.checks.chains import Hop, last_hop
-from agent.checks.citations import choices
-from agent.checks.comparison import resolve
+from agent.checks.comparison import choices, resolve
 from evals.losses import read_rows
 from evals.metrics import best_exact_match, best_f1
 

@@ -5,7 +5,9 @@ survive being killed: every finished question is appended to ``details.jsonl`` a
 line, flushed), and a rerun into the same directory skips the ids already there and never runs
 one twice. A line cut short by a kill is dropped and that question runs again. ``run.json``
 records what the directory measures (dataset by content hash, setting, pipeline, k, model), and
-a rerun that would mix in another configuration is refused rather than averaged in.
+a rerun that would mix in another configuration is refused rather than averaged in (the run
+directory, and what it shares with QuALITY runs, is ``evals.run_directory``; scoring a question
+and the run itself are here).
 
 ``--limit N`` selects the file's first N questions; metrics cover exactly that selection, so
 ``--limit 2`` then ``--limit 3`` runs one new question and reports three. ``--offset M`` skips
@@ -22,15 +24,13 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -72,187 +72,31 @@ from evals.pipelines import (
 )
 from evals.provenance import code_version
 from evals.report import (
-    DETAILS_FILE,
     METRICS_FILE,
-    ReportError,
-    parse_details,
     write_report,
 )
+from evals.run_directory import (
+    EvalRunError,
+    RunConfig,
+    RunDirectory,
+    append_row,
+    dataset_label,
+    run_fields,
+)
 from searchers.corpus import file_sha256
-from searchers.index_build import BuildProgress, embedding_dimension
 from searchers.index_dir import now_iso
+from searchers.index_generation import BuildProgress, embedding_dimension
 from searchers.registry import SearcherRegistryError
 
 log = logging.getLogger(__name__)
 
-Setting = Literal["open", "distractor"]
-SETTINGS: tuple[str, ...] = ("open", "distractor")
-RUN_FILE = "run.json"
-MAX_CONCURRENCY = 64
 # Opens the progress display of an index build (``agent.indexing.build_progress`` fits).
 IndexProgress = Callable[[], AbstractContextManager[BuildProgress]]
 # Errors that say the run is set up wrong (not that one question went badly).
 SETUP_ERRORS: tuple[type[Exception], ...] = (CorpusSetupError, PipelineError, SearcherRegistryError)
-# What a run directory measures; a rerun must agree on all of these.
-IDENTITY_KEYS = ("dataset_sha256", "setting", "pipeline", "k", "passage_chars", "model")
-
-
-REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-def dataset_label(dataset: Path) -> str:
-    """How results name their dataset: relative to the repository when it lies in it or
-    beside it (``../shared/data/...``), else its file name; never an absolute path, which
-    would say whose machine made the results and mean nothing on another one. The file's
-    sha256, recorded beside it, is what identifies the data."""
-    # as written first: a ``../shared`` that is a symlink resolves to somewhere else entirely
-    for path in (Path(os.path.normpath(dataset.absolute())), dataset.resolve()):
-        for base, prefix in ((REPOSITORY, ""), (REPOSITORY.parent, "../")):
-            if path.is_relative_to(base):
-                return prefix + path.relative_to(base).as_posix()
-    return dataset.resolve().name
-
-
-class EvalRunError(ValueError):
-    """A run that cannot start as asked (bad options, a directory holding another run)."""
-
-
-@dataclass
-class RunConfig:
-    dataset: Path
-    pipeline: str
-    out: Path
-    fmt: str = "auto"
-    setting: str = "open"
-    limit: int | None = None
-    offset: int = 0  # skip the file's first N questions (a held-out slice: --offset 50 --limit 50)
-    concurrency: int = 1
-    index: Path | None = None  # open setting: use this index instead of building one
-    progress: bool | None = None  # None: a bar on a terminal, else one line per question
-    tree_options: tuple[str, ...] = ()  # QuALITY tree pipelines: KEY=VALUE tree settings
-
-    def check(self) -> None:
-        if self.setting not in SETTINGS:
-            raise EvalRunError(
-                f"unknown setting {self.setting!r}; expected one of {', '.join(SETTINGS)}"
-            )
-        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise EvalRunError(f"concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
-        if self.limit is not None and self.limit < 0:
-            raise EvalRunError(f"limit must be >= 0, got {self.limit}")
-        if self.offset < 0:
-            raise EvalRunError(f"offset must be >= 0, got {self.offset}")
-        if self.index is not None and self.setting != "open":
-            raise EvalRunError("--index applies to the open setting only")
-        if self.index is not None and not (Path(self.index) / "manifest.json").is_file():
-            raise EvalRunError(f"{self.index}: not an index directory (no manifest.json)")
-
-
-# --------------------------------------------------------------------------- the run directory
-
-
-class RunDirectory:
-    """``run.json`` (what is measured) and ``details.jsonl`` (what is finished)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.details_path = self.path / DETAILS_FILE
-        self.run_path = self.path / RUN_FILE
-
-    def claim(
-        self, identity: dict[str, Any], keys: Sequence[str] = IDENTITY_KEYS
-    ) -> dict[str, Any]:
-        """Create the directory for this run, or check that it already holds this run (the
-        ``keys`` of ``identity`` are what must agree)."""
-        if self.path.exists() and not self.path.is_dir():
-            raise EvalRunError(f"{self.path}: exists and is not a directory")
-        self.path.mkdir(parents=True, exist_ok=True)
-        if self.run_path.is_file():
-            try:
-                recorded = json.loads(self.run_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise EvalRunError(f"{self.run_path}: unreadable ({exc})") from exc
-            differs = [k for k in keys if recorded.get(k) != identity.get(k)]
-            if differs:
-                details = "; ".join(
-                    f"{k}: {recorded.get(k)!r} there, {identity.get(k)!r} now" for k in differs
-                )
-                raise EvalRunError(
-                    f"{self.path} holds another run ({details}); resume it with the same "
-                    "options, or choose a new --out directory"
-                )
-            return recorded
-        if self.details_path.is_file() and self.details_path.stat().st_size:
-            raise EvalRunError(
-                f"{self.path} has {DETAILS_FILE} but no {RUN_FILE}: it cannot be told which run "
-                "the rows belong to; choose a new --out directory"
-            )
-        record = {**identity, "created": now_iso()}
-        tmp = self.run_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(self.run_path)
-        return record
-
-    def finished(self) -> dict[str, dict[str, Any]]:
-        """Rows by question id. A torn last line (a kill mid-write) is cut from the file, so its
-        question runs again and the next row starts on a line of its own."""
-        if not self.details_path.is_file():
-            return {}
-        raw = self.details_path.read_bytes()
-        try:
-            rows, torn = parse_details(raw, self.details_path)
-        except ReportError as exc:
-            raise EvalRunError(str(exc)) from exc
-        if torn:
-            log.warning(
-                "%s: dropping an unfinished last line (%d bytes) left by an interrupted run",
-                self.details_path,
-                torn,
-            )
-            with self.details_path.open("r+b") as fh:
-                fh.truncate(len(raw) - torn)
-        return rows
-
-    def open_for_append(self) -> IO[str]:
-        return self.details_path.open("a", encoding="utf-8")
-
-
-def append_row(handle: IO[str], row: dict[str, Any]) -> None:
-    """One whole line, then flush: a killed process loses at most the line being written."""
-    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    handle.flush()
 
 
 # --------------------------------------------------------------------------- scoring
-
-
-def run_fields(output: Any) -> dict[str, Any]:
-    """The end of every details row, whatever the dataset: what the question cost, what went
-    wrong, the planner's record if a planner ran, and which code made the row."""
-    planner = {"planner": output.planner} if output.planner is not None else {}
-    # the server's clock, when it kept one (llama.cpp does; OpenAI does not)
-    server = {
-        "cached_prompt_tokens": getattr(output, "cached_prompt_tokens", 0),
-        "prompt_ms": round(getattr(output, "prompt_ms", 0.0), 1),
-        "decode_ms": round(getattr(output, "decode_ms", 0.0), 1),
-    }
-    server = {k: v for k, v in server.items() if v}
-    steps = getattr(output, "steps", None)
-    return {
-        "llm_calls": output.llm_calls,
-        "prompt_tokens": output.prompt_tokens,
-        "completion_tokens": output.completion_tokens,
-        "llm_cache_hits": output.llm_cache_hits,
-        "cache_hit_prompt_tokens": output.cache_hit_prompt_tokens,
-        "seconds": round(output.seconds, 3),
-        **server,
-        **({"steps": steps} if steps else {}),
-        "error": output.error,
-        "warnings": output.warnings,
-        **planner,
-        "code": code_version(),
-        "finished_at": now_iso(),
-    }
 
 
 def _gold_recall(question: EvalQuestion, output: PipelineOutput) -> float | None:

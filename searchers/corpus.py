@@ -23,6 +23,10 @@ title (the "open" setting of the data README): one passage per paragraph, id fro
 the evals can map supporting-fact titles to passage ids with ``paragraph_id``. MuSiQue is the
 exception: its paragraphs share titles across questions with different text, so they are
 deduplicated by (title, text) and their ids come from both (``paragraph_text_id``).
+
+Why one module of this length: every reader shares the id rules, ``CorpusError`` and the format
+table, and ``read_passages`` dispatches to all of them, so readers split by format would import
+those back from a third module for a hundred-odd lines each.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
 """Building an index directory: read sources, write a new generation beside the live one,
 then commit it by replacing the manifest (``searchers.index_dir`` describes the layout and why
 generations make a crashed build harmless). Ingestion, not search: a searcher only reads what
-this wrote, through ``IndexDir``."""
+this wrote, through ``IndexDir``.
+
+This module decides what the new generation holds (which sources are read again, which passages
+are new, which leave with a changed or removed source, the owners map, the tree's staleness) and
+commits it; ``searchers.index_generation`` writes its files (passage store, tantivy, FAISS)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,25 +21,19 @@ from langchain_core.embeddings import Embeddings
 
 from searchers.chunking import DEFAULT_MAX_TOKENS
 from searchers.corpus import CorpusError, file_sha256, read_passages, resolve_format
-from searchers.dense_faiss import DenseConfig, DenseKind, FaissDenseIndex, PassageText
 from searchers.documents import DocumentError
 from searchers.index_dir import (
-    DENSE_DIR,
     FORMAT_NAME,
     FORMAT_VERSION,
     GENERATION_PREFIX,
     LOCK_FILE,
     MANIFEST,
-    MAX_GENERATION_DIRS,
-    OWNERS_PREFIX,
     PASSAGES_FILE,
-    SPARSE_DIR,
     IndexDirError,
     IndexLockedError,
     Owners,
     PassageStore,
     check_embedding_model,
-    file_entries,
     load_owners,
     now_iso,
     read_manifest,
@@ -45,13 +41,16 @@ from searchers.index_dir import (
     tree_version,
     write_json_atomic,
 )
+from searchers.index_generation import (
+    BuildProgress,
+    DenseOptions,
+    generation_dirs,
+    sweep_owners,
+    write_generation,
+    write_owners,
+)
 from searchers.locks import LockBusyError, exclusive_lock
 from searchers.passages import Passage
-from searchers.sparse_tantivy import TantivySparseIndex
-
-# (stage, done, total): stages are "read" (files), "sparse" and "dense" (passages). A callback may
-# raise to abort the build; the live index is untouched either way.
-BuildProgress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -125,17 +124,6 @@ class UnknownSourceError(IndexDirError):
     """``remove`` named a path that is not (and holds no) source of the index."""
 
 
-@dataclass(frozen=True)
-class DenseOptions:
-    kind: DenseKind = "flat"
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 256
-    batch_size: int = 256
-    # what a passage's vector embeds (a new index only; a live one keeps its recorded choice)
-    passage_text: PassageText = "title+text"
-
-
 @contextlib.contextmanager
 def _build_lock(path: Path, timeout_s: float) -> Iterator[None]:
     """DIR/.lock, held for the whole build; a second build waits ``timeout_s``, then is
@@ -147,16 +135,6 @@ def _build_lock(path: Path, timeout_s: float) -> Iterator[None]:
         raise IndexLockedError(
             f"another build (pid {exc.holder}) is writing {path}; wait for it to finish"
         ) from None
-
-
-def _generation_dirs(path: Path) -> list[Path]:
-    found = []
-    for i, child in enumerate(path.iterdir()):
-        if i > MAX_GENERATION_DIRS:
-            break
-        if child.is_dir() and child.name.startswith(GENERATION_PREFIX):
-            found.append(child)
-    return found
 
 
 def _check_target(path: Path) -> None:
@@ -174,13 +152,6 @@ def _check_target(path: Path) -> None:
             f"{path} is not empty and holds no {MANIFEST} "
             f"(found {', '.join(sorted(strangers)[:5])}); choose an empty or new directory"
         )
-
-
-def embedding_dimension(embeddings: Embeddings) -> int:
-    dim = getattr(embeddings, "dimension", None)
-    if isinstance(dim, int) and dim > 0:
-        return dim
-    return len(embeddings.embed_query("dimension probe"))
 
 
 def _backends_entry(old: dict[str, Any] | None, embeddings: Embeddings) -> dict[str, Any]:
@@ -231,7 +202,7 @@ def build_index(
         if old is not None and not rebuild:
             check_embedding_model(old, embedding_model, None, path)
         live = path / old["data_dir"] if old is not None else None
-        for stale in _generation_dirs(path):
+        for stale in generation_dirs(path):
             if stale != live:
                 shutil.rmtree(stale, ignore_errors=True)  # debris of a crashed build
 
@@ -284,17 +255,17 @@ def build_index(
         if old is not None and base is not None and live is not None and not new and not dropped:
             if sources_changed or owners_changed or tree != old.get("tree"):
                 manifest = {**old, "sources": entries, "updated_at": now_iso()}
-                manifest["owners"] = _write_owners(live, new_owners, old)
+                manifest["owners"] = write_owners(live, new_owners, old)
                 _set_tree(manifest, tree)
                 write_json_atomic(path / MANIFEST, manifest)
-                _sweep_owners(live, manifest)
+                sweep_owners(live, manifest)
             return finish(sources_changed, int(old["passages"]), int(old["generation"]))
 
         generation = (int(old["generation"]) + 1) if old is not None else 1
         data = path / f"{GENERATION_PREFIX}{generation:06d}"
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir()
-        components = _write_generation(
+        components = write_generation(
             data, base, store, new, dropped, embeddings, dense or DenseOptions(), report_progress
         )
         now = now_iso()
@@ -314,7 +285,7 @@ def build_index(
             "chunking": {"max_tokens": max_tokens},
             "components": components,
             "sources": entries,
-            "owners": _write_owners(data, new_owners, old if base is not None else None),
+            "owners": write_owners(data, new_owners, old if base is not None else None),
         }
         _set_tree(manifest, tree)
         write_json_atomic(path / MANIFEST, manifest)  # the commit point
@@ -505,116 +476,6 @@ def _set_tree(manifest: dict[str, Any], record: dict[str, Any] | None) -> None:
         manifest.pop("tree", None)
     else:
         manifest["tree"] = record
-
-
-def _write_owners(data: Path, owners: Owners, old: dict[str, Any] | None) -> dict[str, Any]:
-    """Write the owners map into generation ``data`` under a name no reader knows yet (the
-    manifest that names it is the commit); its manifest entry."""
-    serial = 1
-    if old is not None and isinstance(old.get("owners"), dict):
-        serial = int(old["owners"].get("serial", 0)) + 1
-    name = f"{OWNERS_PREFIX}{serial:06d}.json"
-    target = data / name
-    with target.open("w", encoding="utf-8") as fh:
-        json.dump(owners, fh, ensure_ascii=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return {"file": name, "serial": serial, "sources": len(owners), "sha256": file_sha256(target)}
-
-
-def _sweep_owners(data: Path, manifest: dict[str, Any]) -> None:
-    """Remove the owners files of ``data`` that the committed manifest does not name."""
-    keep = str((manifest.get("owners") or {}).get("file") or "")
-    for file in data.glob(f"{OWNERS_PREFIX}*.json"):
-        if file.name != keep:
-            file.unlink(missing_ok=True)
-
-
-def _write_generation(
-    data: Path,
-    base: Path | None,
-    store: PassageStore,
-    new: list[Passage],
-    dropped: set[str],
-    embeddings: Embeddings,
-    options: DenseOptions,
-    report_progress: BuildProgress,
-) -> dict[str, Any]:
-    """Fill the new generation ``data``: a copy of ``base`` (the live generation, None for a
-    fresh index) without the ``dropped`` ids, plus ``new``. Returns the manifest's component
-    entries. Never touches ``base``: a removal is a copy that leaves passages out."""
-    if dropped:  # a fresh store of the kept passages, in their order
-        kept = PassageStore(data / PASSAGES_FILE)
-        for pid, passage in store.items():
-            if pid not in dropped:
-                kept[pid] = passage
-        store = kept
-    elif base is not None:
-        shutil.copyfile(base / PASSAGES_FILE, data / PASSAGES_FILE)
-    store.path = data / PASSAGES_FILE
-    for passage in new:
-        store[passage.id] = passage
-
-    if base is not None:
-        shutil.copytree(base / SPARSE_DIR, data / SPARSE_DIR)
-        sparse = TantivySparseIndex.open(data / SPARSE_DIR)
-        sparse.remove(dropped)
-    else:
-        sparse = TantivySparseIndex.create(data / SPARSE_DIR)
-    sparse_done = 0
-
-    def sparse_step(increment: int) -> None:  # tantivy reports increments, not totals
-        nonlocal sparse_done
-        sparse_done += increment
-        report_progress("sparse", sparse_done, len(new))
-
-    sparse.add(new, progress=sparse_step)
-
-    if base is not None:  # the live index keeps its kind and parameters
-        dense = FaissDenseIndex.load(base / DENSE_DIR, embeddings, store)
-        dense.remove(dropped)
-    else:
-        config = DenseConfig(
-            dimension=embedding_dimension(embeddings),
-            kind=options.kind,
-            hnsw_m=options.hnsw_m,
-            hnsw_ef_construction=options.hnsw_ef_construction,
-            hnsw_ef_search=options.hnsw_ef_search,
-            passage_text=options.passage_text,
-        )
-        dense = FaissDenseIndex(config, embeddings, store)
-    dense.add(
-        new,
-        progress=lambda n: report_progress("dense", n, len(new)),
-        batch_size=options.batch_size,
-    )
-    store.flush()
-    dense.save(data / DENSE_DIR)
-
-    counts = {"passages": len(store), "sparse": len(sparse), "dense": len(dense)}
-    if len(set(counts.values())) != 1:
-        raise IndexDirError(f"inconsistent build, not committed: {counts}")
-    return {
-        "passages": {
-            "path": PASSAGES_FILE,
-            "count": len(store),
-            "files": file_entries(data / PASSAGES_FILE),
-        },
-        "sparse": {
-            "path": SPARSE_DIR,
-            "backend": "tantivy",
-            "count": len(sparse),
-            "files": file_entries(data / SPARSE_DIR),
-        },
-        "dense": {
-            "path": DENSE_DIR,
-            "backend": "faiss",
-            "metric": "inner_product",
-            **asdict(dense.config),
-            "count": len(dense),
-            "files": file_entries(data / DENSE_DIR),
-        },
-    }
 
 
 def _merge_sources(

@@ -1,5 +1,6 @@
 """The index directory: passages, sparse and dense indexes, and the manifest that commits them.
-This module reads one; ``searchers.index_build`` writes one.
+This module reads one; ``searchers.index_build`` builds and commits one, writing its files
+with ``searchers.index_generation``.
 
 Layout::
 
@@ -96,7 +97,7 @@ class PassageStore(MutableMapping[str, Passage]):
     New passages are kept pending until ``flush`` appends them, so a build writes the file once.
     Deleting is refused: a deletion has to reach the sparse and dense indexes too, so a build that
     drops passages writes a new store of the kept ones in a new generation
-    (``searchers.index_build``) instead of editing this one.
+    (``searchers.index_generation``) instead of editing this one.
     """
 
     def __init__(self, path: Path | None = None) -> None:

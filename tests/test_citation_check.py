@@ -7,9 +7,7 @@ import pytest
 from agent.checks.citations import (
     SourceText,
     check_citations,
-    choices,
     ground_short_answer,
-    pick_choice,
 )
 
 QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
@@ -236,52 +234,3 @@ def test_ground_short_answer_yes_no_is_always_grounded(reply: str) -> None:
 
 def test_ground_short_answer_empty() -> None:
     assert ground_short_answer("  ", SOURCES) == ("", False)
-
-
-@pytest.mark.parametrize(
-    ("question", "expected"),
-    [
-        (QUESTION, ["Tinted Windows", "Hanson"]),
-        (
-            "Who was born earlier, Ada Lovelace or Charles Babbage?",
-            ["Ada Lovelace", "Charles Babbage"],
-        ),
-        (
-            "Which magazine was started first Arthur's Magazine or First for Women?",
-            ["Arthur's Magazine", "First for Women"],
-        ),
-        (
-            "Which is the oldest, Hanson, Tinted Windows or Corrosion of Conformity?",
-            ["Hanson", "Tinted Windows", "Corrosion of Conformity"],
-        ),
-        (
-            "Which city is larger: Tulsa, Raleigh, or Oklahoma City?",
-            ["Tulsa", "Raleigh", "Oklahoma City"],
-        ),
-        ("Who, Ada or Bob, was born first?", ["Ada", "Bob"]),
-        ("Are Tinted Windows and Hanson both American bands?", []),
-        ("Is Hanson or Tinted Windows older?", []),
-        ("Did Hanson play in Tulsa, Oklahoma or Texas?", []),
-        ("Who founded Candlelight Records?", []),
-    ],
-)
-def test_choices(question: str, expected: list[str]) -> None:
-    assert choices(question) == expected
-
-
-def test_pick_choice_maps_the_short_answer_to_the_question_wording() -> None:
-    assert pick_choice("hanson", "", QUESTION) == "Hanson"
-    assert pick_choice("the band Tinted Windows", "", QUESTION) == "Tinted Windows"
-
-
-def test_pick_choice_resolves_a_category_answer_through_the_long_answer() -> None:
-    long = "Hanson was formed in 1992 in Tulsa [3]."
-    assert pick_choice("the American pop rock band", long, QUESTION) == "Hanson"
-
-
-def test_pick_choice_leaves_the_short_answer_when_unsure() -> None:
-    long = "Hanson was formed in 1992 [3] and Tinted Windows in 2008 [1]."
-    assert pick_choice("the older band", long, QUESTION) == "the older band"
-    assert pick_choice("yes", "Both are American.", "Are Hanson and Tinted Windows American?") == (
-        "yes"
-    )

@@ -1,8 +1,13 @@
-"""Two-way comparisons decided from the findings' dates and numbers, no model."""
+"""Comparison questions, no model: the alternatives a question offers, a short answer mapped
+onto one of them, and two-way comparisons decided from the findings' dates and numbers."""
 
 from __future__ import annotations
 
-from agent.checks.comparison import direction, parse_date, resolve
+import pytest
+
+from agent.checks.comparison import choices, direction, parse_date, pick_choice, resolve
+
+QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
 
 BORN = [
     ("birth date of Morgan Llywelyn", "December 3, 1937"),
@@ -88,3 +93,52 @@ def test_a_missing_or_forked_hop_leaves_the_comparison_to_the_reader() -> None:
     assert resolve(question, DIRECTORS[:3]) is None  # no date for the second director
     forked = [*DIRECTORS, ("death date of Ada Quill", "1980")]
     assert resolve(question, forked) is None  # two dates one hop from the first film
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (QUESTION, ["Tinted Windows", "Hanson"]),
+        (
+            "Who was born earlier, Ada Lovelace or Charles Babbage?",
+            ["Ada Lovelace", "Charles Babbage"],
+        ),
+        (
+            "Which magazine was started first Arthur's Magazine or First for Women?",
+            ["Arthur's Magazine", "First for Women"],
+        ),
+        (
+            "Which is the oldest, Hanson, Tinted Windows or Corrosion of Conformity?",
+            ["Hanson", "Tinted Windows", "Corrosion of Conformity"],
+        ),
+        (
+            "Which city is larger: Tulsa, Raleigh, or Oklahoma City?",
+            ["Tulsa", "Raleigh", "Oklahoma City"],
+        ),
+        ("Who, Ada or Bob, was born first?", ["Ada", "Bob"]),
+        ("Are Tinted Windows and Hanson both American bands?", []),
+        ("Is Hanson or Tinted Windows older?", []),
+        ("Did Hanson play in Tulsa, Oklahoma or Texas?", []),
+        ("Who founded Candlelight Records?", []),
+    ],
+)
+def test_choices(question: str, expected: list[str]) -> None:
+    assert choices(question) == expected
+
+
+def test_pick_choice_maps_the_short_answer_to_the_question_wording() -> None:
+    assert pick_choice("hanson", "", QUESTION) == "Hanson"
+    assert pick_choice("the band Tinted Windows", "", QUESTION) == "Tinted Windows"
+
+
+def test_pick_choice_resolves_a_category_answer_through_the_long_answer() -> None:
+    long = "Hanson was formed in 1992 in Tulsa [3]."
+    assert pick_choice("the American pop rock band", long, QUESTION) == "Hanson"
+
+
+def test_pick_choice_leaves_the_short_answer_when_unsure() -> None:
+    long = "Hanson was formed in 1992 [3] and Tinted Windows in 2008 [1]."
+    assert pick_choice("the older band", long, QUESTION) == "the older band"
+    assert pick_choice("yes", "Both are American.", "Are Hanson and Tinted Windows American?") == (
+        "yes"
+    )

@@ -35,10 +35,12 @@ from elasticsearch import Elasticsearch
 from langchain_core.embeddings import Embeddings
 
 from searchers.dense_faiss import passage_embedding_text
-from searchers.elasticsearch_backend import (
-    DEFAULT_TIMEOUT_S,
+from searchers.elasticsearch_retrievers import (
     ElasticsearchDenseRetriever,
     ElasticsearchSparseRetriever,
+)
+from searchers.elasticsearch_store import (
+    DEFAULT_TIMEOUT_S,
     ElasticsearchStore,
     EmbeddingModelMismatch,
     connect,
@@ -458,7 +460,7 @@ def test_sparse_falls_back_to_plain_terms_when_es_cannot_parse(
     cluster.expect("POST", f"/{INDEX}/_search", "search_plain_terms")
     query = parse_lucene("solar +eclipse -lunar").query
 
-    with caplog.at_level(logging.WARNING, logger="searchers.elasticsearch_backend"):
+    with caplog.at_level(logging.WARNING, logger="searchers.elasticsearch_retrievers"):
         result = sparse(store).search(query, k=4)
 
     assert result.fallback is True
@@ -486,7 +488,7 @@ def test_sparse_partial_shard_failure_still_returns_hits(
     cluster: FakeCluster, store: ElasticsearchStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster.expect("POST", f"/{INDEX}/_search", "search_partial_shards")
-    with caplog.at_level(logging.WARNING, logger="searchers.elasticsearch_backend"):
+    with caplog.at_level(logging.WARNING, logger="searchers.elasticsearch_store"):
         hits = sparse(store).retrieve("solar", k=3)
     assert [h.id for h in hits] == ["p2"]
     assert any("1 of 2 shards failed" in r.getMessage() for r in caplog.records)

@@ -13,9 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from searchers.elasticsearch_backend import (
+from searchers.elasticsearch_retrievers import (
     ElasticsearchDenseRetriever,
     ElasticsearchSparseRetriever,
+)
+from searchers.elasticsearch_store import (
     ElasticsearchStore,
     EmbeddingModelMismatch,
     connect,

@@ -69,6 +69,6 @@ def test_build_and_retrieve_through_a_real_cluster(corpus: Path, tmp_path: Path)
     assert got.returncode == 0, got.stderr
     ids = [h["id"] for h in json.loads(got.stdout)["hits"]]
     assert ids == ["s1"]
-    from searchers.elasticsearch_backend import ElasticsearchStore, connect
+    from searchers.elasticsearch_store import ElasticsearchStore, connect
 
     ElasticsearchStore(connect(str(LIVE)), index_name).delete()

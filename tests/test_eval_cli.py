@@ -18,7 +18,8 @@ from agent.settings import Settings
 from evals.cli import eval_app
 from evals.pipelines import EvalContext
 from evals.report import ReportError, parse_details, read_details
-from evals.runner import RunConfig, run_eval
+from evals.run_directory import RunConfig
+from evals.runner import run_eval
 from tests.test_eval_runner import TINY, scripted_chat
 
 runner = CliRunner()

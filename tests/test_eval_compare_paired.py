@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from evals.aggregate import aggregate
 from evals.cli import eval_app
-from evals.report import compare_columns, comparison_rows, with_hop_recall
+from evals.compare import compare_columns, comparison_rows, with_hop_recall
 
 runner = CliRunner()
 SHA = "ab" * 32

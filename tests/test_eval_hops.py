@@ -12,7 +12,8 @@ import pytest
 from agent.settings import Settings
 from evals.datasets import EvalQuestion, GoldHop
 from evals.pipelines import EvalContext, PipelineOutput
-from evals.runner import RunConfig, run_eval, score
+from evals.run_directory import RunConfig
+from evals.runner import run_eval, score
 from searchers.corpus import paragraph_text_id, read_passages
 from tests.routed_chat import RoutedChatModel
 from tests.test_musique import musique_row, other_row, write_rows

@@ -254,7 +254,7 @@ def test_a_comparison_shows_the_cache_share_and_whom_it_flatters() -> None:
     from pathlib import Path
 
     from evals.aggregate import aggregate
-    from evals.report import comparison_markdown
+    from evals.compare import comparison_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 20, "seconds": 1.0}
     hit = {**base, "prompt_tokens": 1000, "llm_cache_hits": 5, "cache_hit_prompt_tokens": 500}
@@ -305,7 +305,8 @@ def test_rows_say_which_code_made_them_and_a_comparison_says_when_it_differs() -
     from pathlib import Path
 
     from evals.aggregate import aggregate
-    from evals.report import comparison_markdown, report_markdown
+    from evals.compare import comparison_markdown
+    from evals.report import report_markdown
 
     base = {"em": 0.0, "f1": 0.0, "acc": 0.0, "llm_calls": 1, "prompt_tokens": 1, "seconds": 1}
     old = aggregate([{**base, "code": "fd30e3b"}, {**base, "code": "fd30e3b"}])

@@ -36,7 +36,7 @@ def test_outside_a_checkout_the_package_version(tmp_path: Path) -> None:
 
 
 def test_results_name_their_dataset_without_an_absolute_path(tmp_path: Path) -> None:
-    from evals.runner import REPOSITORY, dataset_label
+    from evals.run_directory import REPOSITORY, dataset_label
 
     inside = REPOSITORY / "tests" / "data_eval" / "x.jsonl"
     beside = REPOSITORY.parent / "shared" / "data" / "hotpotqa" / "a.jsonl"

@@ -22,7 +22,8 @@ from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions
 from evals.pipelines import PIPELINES, EvalContext, PipelineError
-from evals.runner import EvalRunError, RunConfig, run_eval
+from evals.run_directory import EvalRunError, RunConfig
+from evals.runner import run_eval
 from searchers.corpus import file_sha256
 from tests.routed_chat import RoutedChatModel
 

@@ -12,7 +12,7 @@ import pytest
 
 from searchers import index_build as index_build_module
 from searchers.dense_faiss import FaissDenseIndex
-from searchers.index_build import DenseOptions, SourceSpec, build_index
+from searchers.index_build import SourceSpec, build_index
 from searchers.index_dir import (
     FORMAT_VERSION,
     LOCK_FILE,
@@ -23,6 +23,7 @@ from searchers.index_dir import (
     IndexLockedError,
     PassageStore,
 )
+from searchers.index_generation import DenseOptions
 from searchers.locks import exclusive_lock
 from searchers.passages import Passage
 

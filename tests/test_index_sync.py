@@ -12,8 +12,9 @@ import pytest
 import agent.indexing
 from agent.settings import Settings
 from searchers import index_build as index_build_module
-from searchers.index_build import DenseOptions, SourceSpec, UnknownSourceError, build_index
+from searchers.index_build import SourceSpec, UnknownSourceError, build_index
 from searchers.index_dir import MANIFEST, IndexDir
+from searchers.index_generation import DenseOptions
 from searchers.sparse_tantivy import TantivySparseIndex
 
 MODEL = "all-MiniLM-L6-v2"

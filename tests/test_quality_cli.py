@@ -12,7 +12,7 @@ from agent.settings import Settings
 from evals.cli import eval_app
 from evals.pipelines import EvalContext
 from evals.quality.runner import run_quality
-from evals.runner import RunConfig
+from evals.run_directory import RunConfig
 from tests.quality_chat import TINY, quality_chat
 
 runner = CliRunner()

@@ -14,12 +14,12 @@ import pytest
 from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.pipelines import EvalContext, PipelineError
+from evals.quality.compare import write_comparison
 from evals.quality.corpora import INDEX_SUBDIR, article_dir, leaf_passages
 from evals.quality.data import load_articles
 from evals.quality.pipelines import QUALITY_PIPELINES, retrieval_query
-from evals.quality.report import write_comparison
 from evals.quality.runner import run_quality
-from evals.runner import EvalRunError, RunConfig
+from evals.run_directory import EvalRunError, RunConfig
 from tests.quality_chat import TINY, QualityChat, quality_chat
 from tree.store import load_tree
 
@@ -304,7 +304,7 @@ async def test_the_report_compares_pipelines_on_common_questions_with_tree_stats
 
 
 def test_articles_split_counts_articles_above_level_and_below() -> None:
-    from evals.quality.report import _articles_split, article_accuracy
+    from evals.quality.compare import _articles_split, article_accuracy
 
     article_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C"}
     first = {"outcomes": {"a1": True, "a2": False, "b1": True, "c1": False}}
@@ -320,7 +320,7 @@ def test_articles_split_counts_articles_above_level_and_below() -> None:
 
 
 def test_the_sign_test_counts_only_the_questions_two_pipelines_disagree_on() -> None:
-    from evals.quality.report import sign_test_p
+    from evals.quality.compare import sign_test_p
 
     assert sign_test_p(0, 0) == 1.0
     assert sign_test_p(3, 3) == 1.0

@@ -8,15 +8,10 @@ without one: the names and numbers a sentence states must occur in the passages 
 every number must sit in a cited passage that also names the sentence's subject. A sentence that
 fails is re-cited to the passages that do support it, or dropped.
 
-It also snaps a short answer onto the passages' wording (``ground_short_answer``) and resolves a
-comparison question's answer to one of the alternatives it offers (``choices``/``pick_choice``),
-because exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom" and "the band" for
-"Hanson".
-
-Why one module of this length: the sentence check, the short-answer grounding and the choice
-resolution read passages and answers with the same tokenisation (``_claims``, ``_key``,
-``_number_key``, ``searchers.text.split_cited_sentences``) and must agree on it; split apart,
-such copies drift (hoptree had four span matchers before ``contains_span``).
+It also snaps a short answer onto the passages' wording (``ground_short_answer``), because
+exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom"; resolving a comparison
+question's answer to one of the alternatives it offers ("the band" for "Hanson":
+``choices``/``pick_choice``) is ``agent.checks.comparison``'s.
 """
 
 from __future__ import annotations
@@ -107,7 +102,7 @@ _MONTHS = {
     "dec": 12,
 }  # fmt: skip
 # Lowercase words that may sit inside a name ("Corrosion of Conformity", "Ludwig van Beethoven").
-_CONNECTORS = frozenset("of the de da del della der den van von la le du des di for".split())
+NAME_CONNECTORS = frozenset("of the de da del della der den van von la le du des di for".split())
 # Capitalised only because they open a sentence; STOPWORDS already covers "The", "It", "He".
 _STARTERS = frozenset(
     """according although another additionally afterwards already although before both
@@ -203,7 +198,7 @@ def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
                     runs.append(current)
                 current = [i]
             pending = []
-        elif joinable and fold(word) in _CONNECTORS and len(pending) < 2:
+        elif joinable and fold(word) in NAME_CONNECTORS and len(pending) < 2:
             pending.append(i)
         else:
             if current:
@@ -232,7 +227,7 @@ def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
         if run[0] == 0 and len(words) == 1 and fold(words[0]) in lowercase_words:
             continue  # capitalised only as the sentence's first word: "Formed in 2008, ..."
         keys = [_key(w) for w in words]
-        content = [_key(w) for w in words if fold(w) not in STOPWORDS | _CONNECTORS]
+        content = [_key(w) for w in words if fold(w) not in STOPWORDS | NAME_CONNECTORS]
         # Initials and dotted acronyms ("J. R. R.", "U.S.") are written too many ways to check;
         # a name made only of them is not a claim we can look up.
         significant = tuple(w for w in content if len(w) > 1)
@@ -394,109 +389,3 @@ def ground_short_answer(
     if best[0] >= 0.5 and best[2]:
         return best[2], True
     return short, False
-
-
-# --- comparison questions -----------------------------------------------------------------
-
-_YES_NO_START = frozenset("is are was were do does did can could has have had".split())
-_QUESTION_WORDS = frozenset("which who whom whose what where when how why".split())
-_MAX_CHOICE_WORDS = 8
-
-
-def _capitalised_tail(text: str) -> str:
-    """The run of capitalised words (with name connectors) that ends ``text``: the first
-    alternative of a question written without a comma ("...started first Arthur's Magazine")."""
-    words = text.split()
-    start = len(words)
-    while start > 0:
-        word = words[start - 1]
-        inside = start < len(words) and fold(word) in _CONNECTORS
-        if not (word[0].isupper() or word[0].isdigit() or inside):
-            break
-        start -= 1
-    while start < len(words) and fold(words[start]) in _CONNECTORS:
-        start += 1
-    if start < len(words) and fold(words[start]) in _QUESTION_WORDS | _YES_NO_START:
-        return ""
-    return " ".join(words[start:])
-
-
-def asks_yes_no(question: str) -> bool:
-    """Does the question open like a yes/no question ("Are ...", "Did ...")?"""
-    words = question.split()
-    return bool(words) and fold(words[0]).strip("\"'") in _YES_NO_START
-
-
-def choices(question: str) -> list[str]:
-    """The alternatives a comparison question offers, as written: "Which band was formed first,
-    Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]. Yes/no questions ("Are X or Y
-    ...?") and questions without an "A or B" pattern give []."""
-    text = " ".join(question.split())
-    words = text.split()
-    if not words or fold(words[0]).strip("\"'") in _YES_NO_START:
-        return []
-    match = list(re.finditer(r"\s+or\s+", text))
-    if not match:
-        return []
-    last_or = match[-1]
-    after = re.split(r"[,?]", text[last_or.end() :], maxsplit=1)[0].strip()
-    head = text[: last_or.start()].rstrip().rstrip(",")  # "A, B, or C" (serial comma)
-    if ":" in head:
-        pieces = head[head.rfind(":") + 1 :].split(",")
-    elif "," in head:
-        parts = head.split(",")
-        pieces = [parts[-1]]
-        # "..., A, B or C": earlier comma-separated parts are alternatives too, back to the part
-        # that opens the question ("Which is oldest"); with no such part, only the last counts.
-        opened = False
-        for earlier in reversed(parts[:-1]):
-            first = earlier.split()[:1]
-            if not first or len(earlier.split()) > _MAX_CHOICE_WORDS:
-                opened = True
-                break
-            if fold(first[0]) in _QUESTION_WORDS | _YES_NO_START:
-                opened = True
-                break
-            pieces.insert(0, earlier)
-        if not opened:
-            pieces = [parts[-1]]
-    else:
-        pieces = [_capitalised_tail(head)]
-    alternatives = [*(p for piece in pieces for p in re.split(r"\s+or\s+", piece)), after]
-    alternatives = [re.sub(r"^(?:either|or)\s+", "", a.strip(), flags=re.I) for a in alternatives]
-    alternatives = [a.strip(" \"'") for a in alternatives]
-    if len(alternatives) < 2 or not all(alternatives):
-        return []
-    if any(len(a.split()) > _MAX_CHOICE_WORDS for a in alternatives):
-        return []
-    return alternatives
-
-
-def _contains(outer: str, inner: str) -> bool:
-    return bool(inner) and f" {inner} " in f" {outer} "
-
-
-def pick_choice(short: str, long: str, question: str) -> str:
-    """Resolve the short answer to one of the question's alternatives, as the question writes
-    it: a direct match first, else the only alternative the long answer names; otherwise the
-    short answer unchanged (it may be right in a form we cannot map)."""
-    options = choices(question)
-    if not options:
-        return short
-    target = normalize_answer_folded(short)
-    normalised = [normalize_answer_folded(o) for o in options]
-    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
-    if len(equal) == 1:
-        return equal[0]
-    overlapping = [
-        o
-        for o, n in zip(options, normalised, strict=True)
-        if _contains(n, target) or _contains(target, n)
-    ]
-    if len(overlapping) == 1:
-        return overlapping[0]
-    said = normalize_answer_folded(long)
-    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
-    if len(named) == 1:
-        return named[0]
-    return short

@@ -6,6 +6,11 @@ still answered "Robert Jordan" to "Who was born first?". Comparing two dates or 
 arithmetic, not reading: when the question offers two alternatives, says which way it compares
 (first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
 that is a date or a number, the answer is computed. Anything less clear is left to the reader.
+
+The alternatives come from the question as written (``choices``: "Which band was formed first,
+Tinted Windows or Hanson?" offers "Tinted Windows" and "Hanson"); the answer step also maps its
+short answer onto one of them (``pick_choice``), because exact-match scoring punishes "the band"
+for "Hanson", and the other checks and the planner's shapes read ``choices`` too.
 """
 
 from __future__ import annotations
@@ -14,8 +19,116 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.citations import choices
-from searchers.text import normalize_answer_folded
+from agent.checks.citations import NAME_CONNECTORS
+from searchers.text import fold, normalize_answer_folded
+
+# --- the alternatives a question offers -----------------------------------------------------
+
+_YES_NO_START = frozenset("is are was were do does did can could has have had".split())
+_QUESTION_WORDS = frozenset("which who whom whose what where when how why".split())
+_MAX_CHOICE_WORDS = 8
+
+
+def _capitalised_tail(text: str) -> str:
+    """The run of capitalised words (with name connectors) that ends ``text``: the first
+    alternative of a question written without a comma ("...started first Arthur's Magazine")."""
+    words = text.split()
+    start = len(words)
+    while start > 0:
+        word = words[start - 1]
+        inside = start < len(words) and fold(word) in NAME_CONNECTORS
+        if not (word[0].isupper() or word[0].isdigit() or inside):
+            break
+        start -= 1
+    while start < len(words) and fold(words[start]) in NAME_CONNECTORS:
+        start += 1
+    if start < len(words) and fold(words[start]) in _QUESTION_WORDS | _YES_NO_START:
+        return ""
+    return " ".join(words[start:])
+
+
+def asks_yes_no(question: str) -> bool:
+    """Does the question open like a yes/no question ("Are ...", "Did ...")?"""
+    words = question.split()
+    return bool(words) and fold(words[0]).strip("\"'") in _YES_NO_START
+
+
+def choices(question: str) -> list[str]:
+    """The alternatives a comparison question offers, as written: "Which band was formed first,
+    Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]. Yes/no questions ("Are X or Y
+    ...?") and questions without an "A or B" pattern give []."""
+    text = " ".join(question.split())
+    words = text.split()
+    if not words or fold(words[0]).strip("\"'") in _YES_NO_START:
+        return []
+    match = list(re.finditer(r"\s+or\s+", text))
+    if not match:
+        return []
+    last_or = match[-1]
+    after = re.split(r"[,?]", text[last_or.end() :], maxsplit=1)[0].strip()
+    head = text[: last_or.start()].rstrip().rstrip(",")  # "A, B, or C" (serial comma)
+    if ":" in head:
+        pieces = head[head.rfind(":") + 1 :].split(",")
+    elif "," in head:
+        parts = head.split(",")
+        pieces = [parts[-1]]
+        # "..., A, B or C": earlier comma-separated parts are alternatives too, back to the part
+        # that opens the question ("Which is oldest"); with no such part, only the last counts.
+        opened = False
+        for earlier in reversed(parts[:-1]):
+            first = earlier.split()[:1]
+            if not first or len(earlier.split()) > _MAX_CHOICE_WORDS:
+                opened = True
+                break
+            if fold(first[0]) in _QUESTION_WORDS | _YES_NO_START:
+                opened = True
+                break
+            pieces.insert(0, earlier)
+        if not opened:
+            pieces = [parts[-1]]
+    else:
+        pieces = [_capitalised_tail(head)]
+    alternatives = [*(p for piece in pieces for p in re.split(r"\s+or\s+", piece)), after]
+    alternatives = [re.sub(r"^(?:either|or)\s+", "", a.strip(), flags=re.I) for a in alternatives]
+    alternatives = [a.strip(" \"'") for a in alternatives]
+    if len(alternatives) < 2 or not all(alternatives):
+        return []
+    if any(len(a.split()) > _MAX_CHOICE_WORDS for a in alternatives):
+        return []
+    return alternatives
+
+
+def _contains(outer: str, inner: str) -> bool:
+    return bool(inner) and f" {inner} " in f" {outer} "
+
+
+def pick_choice(short: str, long: str, question: str) -> str:
+    """Resolve the short answer to one of the question's alternatives, as the question writes
+    it: a direct match first, else the only alternative the long answer names; otherwise the
+    short answer unchanged (it may be right in a form we cannot map)."""
+    options = choices(question)
+    if not options:
+        return short
+    target = normalize_answer_folded(short)
+    normalised = [normalize_answer_folded(o) for o in options]
+    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
+    if len(equal) == 1:
+        return equal[0]
+    overlapping = [
+        o
+        for o, n in zip(options, normalised, strict=True)
+        if _contains(n, target) or _contains(target, n)
+    ]
+    if len(overlapping) == 1:
+        return overlapping[0]
+    said = normalize_answer_folded(long)
+    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
+    if len(named) == 1:
+        return named[0]
+    return short
+
+
+# --- deciding the comparison ---------------------------------------------------------------
 
 MONTHS = {
     name: i

@@ -22,7 +22,7 @@ from agent.runtime.gguf_assembly import ProgressFn
 from agent.runtime.shared_server import SERVER_DIR, ServerDirectory
 from agent.runtime.usage import SERVER_TIMINGS_KEY
 from agent.settings import Settings
-from searchers.index_build import embedding_dimension
+from searchers.index_generation import embedding_dimension
 
 SPEED_PROMPT = "Count from 1 to 60, separated by spaces, and nothing else."
 SPEED_MAX_TOKENS = 96

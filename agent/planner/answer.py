@@ -14,15 +14,8 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end, same_answer
-from agent.checks.citations import (
-    SourceText,
-    asks_yes_no,
-    check_citations,
-    choices,
-    ground_short_answer,
-    pick_choice,
-)
-from agent.checks.comparison import resolve
+from agent.checks.citations import SourceText, check_citations, ground_short_answer
+from agent.checks.comparison import asks_yes_no, choices, pick_choice, resolve
 from agent.checks.evidence import Finding, select_evidence
 from agent.planner.queries import (
     QUESTION_SEARCH_ID,

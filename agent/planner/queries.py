@@ -8,9 +8,7 @@ import re
 
 from langgraph.types import Send
 
-from agent.checks.citations import (
-    choices,
-)
+from agent.checks.comparison import choices
 from agent.planner.shapes import copies_an_example
 from agent.planner.state import (
     PlannerRun,

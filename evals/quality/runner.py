@@ -1,6 +1,6 @@
 """Running one QuALITY pipeline over a question file: article by article, resumable, scored.
 
-The same run directory as every evaluation (``evals.runner.RunDirectory``): ``run.json`` says
+The same run directory as every evaluation (``evals.run_directory.RunDirectory``): ``run.json`` says
 what it measures, ``details.jsonl`` gets one flushed line per finished question, and a rerun
 skips the ids already there, so a killed run resumes without repeating a question. Questions
 run article by article: the article's corpus (leaf index, and the tree the pipeline searches) is
@@ -40,7 +40,7 @@ from evals.quality.data import LETTERS, Article, ChoiceQuestion, load_articles, 
 from evals.quality.pipelines import ChoiceOutput, QualityPipeline, get_quality_pipeline
 from evals.quality.report import TREES_FILE, rescore, tree_totals, write_run_report
 from evals.report import METRICS_FILE
-from evals.runner import (
+from evals.run_directory import (
     EvalRunError,
     RunConfig,
     RunDirectory,

@@ -1,19 +1,22 @@
-"""Elasticsearch backend of the sparse and dense retrievers: the scale-out path past one machine.
+"""The Elasticsearch index behind the sparse and dense retrievers: the scale-out path past one
+machine.
 
 One index holds both sides of the corpus: ``title``/``text`` for BM25 through ``query_string``
-(so the Lucene operators the sparse searcher writes are honoured, unlike the reference code's plain
-``match``) and an ``embedding`` ``dense_vector`` for kNN. The embedding model and its dimension are
-written to the index ``_meta`` at creation so a retriever built with another model refuses to
-search vectors it cannot compare with, the same rule as the local FAISS index.
+and an ``embedding`` ``dense_vector`` for kNN. The embedding model and its dimension are written
+to the index ``_meta`` at creation so a retriever built with another model refuses to search
+vectors it cannot compare with, the same rule as the local FAISS index. This module holds the
+index: the client, the mapping, creating and checking it, bulk ingest, reading passages back and
+turning every cluster failure into a ``RetrievalError``; the queries the retrievers send are
+``searchers.elasticsearch_retrievers``.
 
-Why one module of this length: Elasticsearch is optional, and everything that knows its API
-(mapping, bulk ingest, both retrievers, error translation) lives here, so nothing else imports
-the client and removing the backend is deleting one file.
+Elasticsearch is optional, and everything that knows its API lives in those two modules, so
+nothing else imports the client and removing the backend is deleting the two files. The store
+stays one module: creating, writing and reading all go through one timeout-bound client and one
+error translation (``cluster_errors``), and no part of it is used without the others.
 
 The client is injected (``connect`` builds one from settings) so the CLI owns configuration and
 tests can swap the transport for recorded responses. Every request carries ``request_timeout``;
-every cluster failure becomes a ``RetrievalError`` that names the URL and the index, while a query
-Elasticsearch cannot parse degrades to a plain-terms query instead of failing the search.
+every cluster failure becomes a ``RetrievalError`` that names the URL and the index.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from elastic_transport import ConnectionError as TransportConnectionError
@@ -39,26 +42,13 @@ from elasticsearch import (
 from langchain_core.embeddings import Embeddings
 
 from searchers.dense_faiss import embed_texts, passage_embedding_text
-from searchers.lucene import (
-    DEFAULT_FIELDS,
-    Group,
-    LuceneQuery,
-    Occur,
-    is_empty,
-    parse_lucene,
-    render_query_string,
-)
-from searchers.lucene.model import MAX_DEPTH
-from searchers.passages import Hit, Passage
+from searchers.passages import Passage
 from searchers.retrieval import RetrievalError
-from searchers.text import PLAIN_WORD
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_BATCH_SIZE = 256
-#: Elasticsearch's ``index.max_result_window`` and kNN ``num_candidates`` ceiling.
-MAX_K = 10_000
 #: Bumped when the mapping changes incompatibly; an index with another version is refused.
 SCHEMA_VERSION = 1
 EMBEDDING_FIELD = "embedding"
@@ -67,7 +57,6 @@ PASSAGE_TEXT = "title+text"
 BULK_MAX_ATTEMPTS = 4
 #: Walking an error body's ``caused_by`` chain stops here; real chains are 2-4 deep.
 _MAX_ERROR_DEPTH = 8
-_SOURCE_FILTER = {"excludes": [EMBEDDING_FIELD]}
 
 Progress = Callable[[int], None]
 
@@ -160,19 +149,6 @@ class EmbeddingModelMismatch(RetrievalError):
     query's live in different spaces, so every kNN answer would be noise."""
 
 
-@dataclass(frozen=True)
-class SparseSearch:
-    """One sparse search with what it took to run it, for the searcher's trace: the string
-    actually sent, the parser's repairs, and whether Elasticsearch refused the Lucene query and
-    plain terms were searched instead."""
-
-    hits: list[Hit]
-    query_string: str
-    repairs: list[str] = field(default_factory=list)
-    fallback: bool = False
-    fallback_reason: str = ""
-
-
 def _cluster_url(client: Elasticsearch) -> str:
     """Base URLs of the client's nodes, for messages; never includes credentials (the transport
     keeps them in headers, not in the URL)."""
@@ -207,7 +183,7 @@ def _error_chain(body: Any) -> Iterator[Mapping[str, Any]]:
                 stack.append((failure.get("reason"), depth + 1))
 
 
-def _error_summary(exc: ApiError) -> str:
+def error_summary(exc: ApiError) -> str:
     """``type: reason`` of the most specific error in the body, else the exception's text."""
     errors = list(_error_chain(exc.body))
     for error in reversed(errors):
@@ -294,7 +270,7 @@ class ElasticsearchStore:
                     "build it first (ElasticsearchStore.create + add)"
                 ) from exc
             raise RetrievalError(
-                f"Elasticsearch {action} on {where}: not found ({_error_summary(exc)})"
+                f"Elasticsearch {action} on {where}: not found ({error_summary(exc)})"
             ) from exc
         except UnsupportedProductError as exc:
             raise RetrievalError(
@@ -305,12 +281,12 @@ class ElasticsearchStore:
             raise RetrievalError(
                 f"Elasticsearch at {self.url} refused {action} on index {self.index!r} "
                 f"(HTTP {exc.meta.status}): check the API key or user/password and its "
-                f"privileges ({_error_summary(exc)})"
+                f"privileges ({error_summary(exc)})"
             ) from exc
         except ApiError as exc:
             raise RetrievalError(
                 f"Elasticsearch {action} on {where} failed with HTTP {exc.meta.status}: "
-                f"{_error_summary(exc)}"
+                f"{error_summary(exc)}"
             ) from exc
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -527,9 +503,9 @@ class ElasticsearchStore:
         body = response.body
         if not body.get("found"):
             return None
-        return _passage(body)
+        return passage_from_hit(body)
 
-    def _search(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
+    def search_hits(self, body: dict[str, Any], *, action: str) -> list[dict[str, Any]]:
         """Run one ``_search`` and return its ``hits.hits``; shard failures that still left
         results are logged, since partial results beat none for a searcher. Raises the client's
         own exceptions so the sparse retriever can tell a query Elasticsearch could not parse
@@ -548,7 +524,7 @@ class ElasticsearchStore:
         return list((response.get("hits") or {}).get("hits") or [])
 
 
-def _passage(hit: Mapping[str, Any]) -> Passage:
+def passage_from_hit(hit: Mapping[str, Any]) -> Passage:
     source = hit.get("_source") or {}
     return Passage(
         id=str(hit["_id"]),
@@ -556,197 +532,3 @@ def _passage(hit: Mapping[str, Any]) -> Passage:
         text=str(source.get("text") or ""),
         metadata=dict(source.get("metadata") or {}),
     )
-
-
-def _hits(
-    raw: Sequence[Mapping[str, Any]], retriever: str, k: int, score: Callable[[float], float]
-) -> list[Hit]:
-    """Hits in the engine's order, each passage once (an alias over several indexes can return
-    one id twice)."""
-    seen: set[str] = set()
-    hits: list[Hit] = []
-    for item in raw:
-        passage = _passage(item)
-        if passage.id in seen:
-            continue
-        seen.add(passage.id)
-        value = score(float(item.get("_score") or 0.0))
-        hits.append(Hit(passage=passage, score=value, retriever=retriever))
-        if len(hits) >= k:
-            break
-    return hits
-
-
-def _plain_terms(query: LuceneQuery, depth: int = 0) -> list[str]:
-    """The words of every clause that can match, lowercased so none reads as AND/OR/NOT: only
-    letters and digits survive, so the result needs no escaping in any Lucene dialect."""
-    words: list[str] = []
-    if depth > MAX_DEPTH:
-        return words
-    for clause in query.clauses:
-        if clause.occur is Occur.MUST_NOT:
-            continue
-        if isinstance(clause.node, Group):
-            words.extend(_plain_terms(clause.node.query, depth + 1))
-        else:
-            words.extend(w.lower() for w in PLAIN_WORD.findall(clause.node.text))
-    return list(dict.fromkeys(words))
-
-
-class ElasticsearchSparseRetriever:
-    """BM25 over ``title`` and ``text`` with Lucene syntax, through ``query_string``.
-
-    Satisfies ``searchers.retrieval.Retriever`` with the same methods as the tantivy index, so
-    the sparse searcher can refine a ``LuceneQuery`` and hand it to either backend.
-    """
-
-    name = "sparse"
-
-    def __init__(
-        self, store: ElasticsearchStore, *, fields: Sequence[str] = DEFAULT_FIELDS
-    ) -> None:
-        self.store = store
-        self.fields = tuple(fields)
-
-    def retrieve(self, query: str, k: int = 10) -> list[Hit]:
-        return self.search(query, k).hits
-
-    def retrieve_query(self, query: LuceneQuery, k: int = 10) -> list[Hit]:
-        return self.search(query, k).hits
-
-    def search(self, query: str | LuceneQuery, k: int = 10) -> SparseSearch:
-        """Search and report how: the parser's repairs and any fallback to plain terms."""
-        repairs: list[str] = []
-        if isinstance(query, str):
-            parsed = parse_lucene(query, fields=self.fields)
-            model, repairs = parsed.query, list(parsed.repairs)
-        else:
-            model = query
-        if k < 1 or is_empty(model):
-            return SparseSearch(hits=[], query_string="", repairs=repairs)
-        k = min(k, MAX_K)
-        rendered = render_query_string(model)
-        with self.store.cluster_errors("sparse search"):
-            try:
-                raw = self.store._search(self._body(rendered, k), action="sparse search")
-                return SparseSearch(
-                    hits=_hits(raw, self.name, k, float), query_string=rendered, repairs=repairs
-                )
-            except BadRequestError as exc:
-                if not is_query_parse_error(exc):
-                    raise
-                reason = _error_summary(exc)
-            plain = " ".join(_plain_terms(model))
-            logger.warning(
-                "Elasticsearch index %s at %s could not parse query %r (%s); searching plain "
-                "terms %r instead",
-                self.store.index,
-                self.store.url,
-                rendered,
-                reason,
-                plain,
-            )
-            hits: list[Hit] = []
-            if plain:
-                raw = self.store._search(self._body(plain, k), action="sparse fallback search")
-                hits = _hits(raw, self.name, k, float)
-            return SparseSearch(
-                hits=hits,
-                query_string=plain,
-                repairs=[*repairs, f"Elasticsearch could not parse {rendered!r}: {reason}"],
-                fallback=True,
-                fallback_reason=reason,
-            )
-
-    def _body(self, query_string: str, k: int) -> dict[str, Any]:
-        return {
-            "query": {
-                "query_string": {
-                    "query": query_string,
-                    "fields": list(self.fields),
-                    "default_operator": "or",
-                }
-            },
-            "size": k,
-            "source": _SOURCE_FILTER,
-            "track_total_hits": False,
-        }
-
-    def get(self, passage_id: str) -> Passage | None:
-        return self.store.get(passage_id)
-
-    def __len__(self) -> int:
-        return len(self.store)
-
-
-class ElasticsearchDenseRetriever:
-    """kNN over the passages' embeddings with the query embedded by the injected model.
-
-    The index's embedding model is checked once, here, at construction: a mismatch is a
-    configuration error to report before any search, not per query. Scores are cosine
-    similarities (Elasticsearch's ``(1 + cos) / 2`` mapped back), comparable with FAISS's inner
-    product over unit vectors.
-    """
-
-    name = "dense"
-
-    def __init__(
-        self,
-        store: ElasticsearchStore,
-        embeddings: Embeddings,
-        *,
-        embedding_model: str,
-        num_candidates_factor: int = 10,
-        min_num_candidates: int = 100,
-    ) -> None:
-        if num_candidates_factor < 1 or min_num_candidates < 1:
-            raise ValueError("num_candidates_factor and min_num_candidates must be >= 1")
-        self.store = store
-        self.embeddings = embeddings
-        self.info = store.check(embedding_model)
-        self.num_candidates_factor = num_candidates_factor
-        self.min_num_candidates = min_num_candidates
-
-    def retrieve(self, query: str, k: int = 10) -> list[Hit]:
-        if k < 1 or not query.strip():
-            return []
-        return self.retrieve_vector(self.embeddings.embed_query(query), k)
-
-    def retrieve_vector(self, vector: Sequence[float], k: int = 10) -> list[Hit]:
-        """kNN for an already embedded query (a HyDE pseudo-document embedded in a batch)."""
-        if k < 1:
-            return []
-        values = [float(x) for x in vector]
-        if len(values) != self.info.dim:
-            raise EmbeddingModelMismatch(
-                f"query embedding has dim {len(values)}, Elasticsearch index "
-                f"{self.store.index!r} at {self.store.url} stores {self.info.embedding_model} "
-                f"vectors of dim {self.info.dim}"
-            )
-        k = min(k, MAX_K)
-        candidates = min(MAX_K, max(k * self.num_candidates_factor, self.min_num_candidates, k))
-        body = {
-            "knn": {
-                "field": EMBEDDING_FIELD,
-                "query_vector": values,
-                "k": k,
-                "num_candidates": candidates,
-            },
-            "size": k,
-            "source": _SOURCE_FILTER,
-            "track_total_hits": False,
-        }
-        with self.store.cluster_errors("dense search"):
-            raw = self.store._search(body, action="dense search")
-        return _hits(raw, self.name, k, _cosine)
-
-    def get(self, passage_id: str) -> Passage | None:
-        return self.store.get(passage_id)
-
-    def __len__(self) -> int:
-        return len(self.store)
-
-
-def _cosine(es_score: float) -> float:
-    """Elasticsearch scores cosine kNN as ``(1 + cos) / 2`` to keep scores positive."""
-    return 2.0 * es_score - 1.0

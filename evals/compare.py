@@ -1,0 +1,261 @@
+"""Comparing evaluation runs (``hoptree eval compare``): the means side by side, the warnings
+that make a comparison unfair, and, when the runs answered the same file, the paired sections
+(``evals.paired``) and the gains chart. One run's report and the reading of run directories are
+``evals.report``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evals.aggregate import aggregate
+from evals.paired import (
+    PairedComparison,
+    RunRows,
+    analyse,
+    mean_defined,
+    paired_markdown,
+)
+from evals.report import COST_LABELS, SCORE_LABELS, ReportError, format_value, read_details
+
+
+def on_common_questions(
+    runs: Sequence[tuple[Path, dict[str, Any]]],
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Every run re-scored on the questions all of them finished, so a 30-question planner run
+    and a 100-question baseline are compared on the same 30 rather than side by side on
+    different sets. The runs must share a dataset file."""
+    hashes = {str(m.get("dataset_sha256")) for _, m in runs}
+    if len(hashes) > 1:
+        raise ReportError("--common needs runs over one dataset file; these differ")
+    details = [read_details(path) for path, _ in runs]
+    common = set.intersection(*[{r["id"] for r in rows} for rows in details]) if details else set()
+    if not common:
+        raise ReportError("the runs have no finished question in common")
+    rescored = []
+    for (path, metrics), rows in zip(runs, details, strict=True):
+        kept = [r for r in rows if r["id"] in common]
+        rescored.append((path, {**metrics, **aggregate(kept), "common_questions": True}))
+    return rescored
+
+
+def one_dataset_file(runs: Sequence[tuple[Path, dict[str, Any]]]) -> bool:
+    """The runs answered the same file (same sha256), so their questions can be paired by id."""
+    hashes = {m.get("dataset_sha256") for _, m in runs}
+    return len(hashes) == 1 and bool(next(iter(hashes)))
+
+
+def paired_comparison(
+    runs: Sequence[tuple[Path, dict[str, Any]]],
+    details: Sequence[list[dict[str, Any]] | None],
+    *,
+    resamples: int,
+    seed: int,
+) -> tuple[PairedComparison | None, str | None]:
+    """The paired analysis of ``runs`` (rows in ``details``, None where unreadable) or why there
+    is none worth saying. Runs over different files, or a single run, have nothing to pair:
+    that gives neither an analysis nor a reason, and the comparison reads as it always did."""
+    if len(runs) < 2 or not one_dataset_file(runs):
+        return None, None
+    labels = run_labels(runs)
+    missing = [label for label, rows in zip(labels, details, strict=True) if rows is None]
+    if missing:
+        return None, f"no paired statistics: no readable details.jsonl for {', '.join(missing)}"
+    compared = [
+        RunRows(label, str(metrics.get("pipeline")), {r["id"]: r for r in rows or []})
+        for label, (_, metrics), rows in zip(labels, runs, details, strict=True)
+    ]
+    try:
+        return analyse(compared, resamples=resamples, seed=seed), None
+    except ValueError as exc:
+        return None, f"no paired statistics: {exc}"
+
+
+def run_labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline."""
+    pipelines = [str(m.get("pipeline")) for _, m in runs]
+    return [
+        p if pipelines.count(p) == 1 else f"{p} ({d.name})"
+        for p, (d, _) in zip(pipelines, runs, strict=True)
+    ]
+
+
+COMPARE_COLUMNS = [
+    ("dataset", "dataset"),
+    ("setting", "setting"),
+    ("n", "n"),
+    *SCORE_LABELS.items(),
+    ("gold_recall", "Gold recall"),
+    *COST_LABELS.items(),
+    ("llm_cache_hits_per_question", "cache hits/q"),
+    ("prompt_tokens_without_cache_per_question", "prompt tokens/q, cache counted"),
+]
+# columns that only rows written since the LLM cache's share was recorded carry
+CACHE_COLUMNS = {"llm_cache_hits_per_question", "prompt_tokens_without_cache_per_question"}
+# shown after gold recall once some run's rows record it (planner rows since hop recall exists)
+HOP_RECALL_COLUMN = ("hop_recall", "Hop recall")
+
+
+def compare_columns(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[tuple[str, str]]:
+    """The comparison's columns: hop recall joins them only when some run recorded it, so a
+    comparison of runs from before it existed reads exactly as it did."""
+    columns = list(COMPARE_COLUMNS)
+    if any(m.get("hop_recall_n") for _, m in runs):
+        at = columns.index(("gold_recall", "Gold recall")) + 1
+        columns.insert(at, HOP_RECALL_COLUMN)
+    return columns
+
+
+def with_hop_recall(metrics: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``metrics`` with the mean hop recall of ``rows`` (percent) over the rows that define it,
+    and how many those are. Read from the rows, so a run whose ``metrics.json`` predates the
+    field, or rows re-scored on the common questions, get it all the same."""
+    if not any("hop_recall" in r for r in rows):
+        return metrics
+    mean, defined = mean_defined(rows, "hop_recall")
+    return {**metrics, "hop_recall": mean, "hop_recall_n": defined}
+
+
+def _cache_cell(metrics: dict[str, Any], key: str) -> str:
+    """A cache column's cell: n/a where no row recorded it, and over how many questions where
+    only some did (a run resumed across the change), rather than a mean that looks whole."""
+    recorded = metrics.get("llm_cache_recorded_n") or 0
+    if not recorded:
+        return "n/a"
+    cell = format_value(metrics.get(key), 2 if key == "llm_cache_hits_per_question" else 0)
+    return cell if recorded == metrics.get("n") else f"{cell} ({recorded} of {metrics.get('n')})"
+
+
+def _hop_recall_cell(metrics: dict[str, Any]) -> str:
+    """Hop recall is undefined where a question has no recorded hops, so the cell says over how
+    many questions its mean is when that is not all of them."""
+    defined = metrics.get("hop_recall_n") or 0
+    if not defined:
+        return "n/a"
+    cell = format_value(metrics.get("hop_recall"))
+    return cell if defined == metrics.get("n") else f"{cell} ({defined} of {metrics.get('n')})"
+
+
+def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[str]]:
+    rows = []
+    for label, (_, metrics) in zip(run_labels(runs), runs, strict=True):
+        cells = [label]
+        for key, _ in compare_columns(runs):
+            value = metrics.get(key)
+            if key in CACHE_COLUMNS:
+                cells.append(_cache_cell(metrics, key))
+                continue
+            if key == "hop_recall":
+                cells.append(_hop_recall_cell(metrics))
+                continue
+            if key == "dataset":
+                value = Path(str(value)).name
+            cells.append(format_value(value))
+        rows.append(cells)
+    return rows
+
+
+def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """Differences that make a comparison unfair, said out loud rather than hidden."""
+    warnings = []
+    for key, what in (("dataset_sha256", "datasets"), ("setting", "settings"), ("n", "sizes")):
+        values = {str(m.get(key)) for _, m in runs}
+        if len(values) > 1:
+            warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
+    labels = run_labels(runs)
+    versions = {
+        label: sorted(m.get("code_versions") or {})
+        for label, (_, m) in zip(labels, runs, strict=True)
+    }
+    mixed = [f"{label} ({', '.join(v)})" for label, v in versions.items() if len(v) > 1]
+    if mixed:
+        warnings.append(f"rows of one run come from several commits: {'; '.join(mixed)}")
+    distinct = {v[0] for v in versions.values() if len(v) == 1}
+    if len(distinct) > 1:
+        made = "; ".join(f"{label}: {v[0]}" for label, v in versions.items() if len(v) == 1)
+        warnings.append(f"the runs were made with different code ({made})")
+    cached = [label for label, (_, m) in zip(labels, runs, strict=True)
+              if (m.get("llm_cache_hits_per_question") or 0) > 0]  # fmt: skip
+    if cached:
+        warnings.append(
+            f"{', '.join(cached)} took calls from the LLM cache: their prompt tokens and seconds "
+            "are what they spent, less than running alone would cost (see the cache columns)"
+        )
+    return warnings
+
+
+def comparison_markdown(
+    runs: Sequence[tuple[Path, dict[str, Any]]], paired: PairedComparison | None = None
+) -> str:
+    """The means table and its warnings; below them the paired sections when the runs share a
+    dataset file (``paired``, from ``evals.paired.analyse``)."""
+    header = ["run", *[label for _, label in compare_columns(runs)]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(runs)]
+    notes = comparison_warnings(runs)
+    if notes:
+        lines += ["", *[f"Note: {n}." for n in notes]]
+    text = "\n".join(lines) + "\n"
+    if paired is not None:
+        text += "\n" + paired_markdown(paired)
+    return text
+
+
+def gains_plot_path(plot: Path) -> Path:
+    """Where the gains chart goes beside the bar chart: ``<stem>-gains.png``."""
+    return plot.with_name(f"{plot.stem}-gains.png")
+
+
+def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | None:
+    """Each agent run's paired F1 gain over the reference with its bootstrap interval as an
+    error bar, a line at zero (the reference) and, when there is one, at the oracle's gain (the
+    ceiling): how much of the distance each run covers, and how sure that is. None when no
+    agent run is compared against a reference."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    shown = [(label, d["f1"]) for label, d in comparison.gains.items()
+             if comparison.role(label) == "agent"]  # fmt: skip
+    if not shown:
+        return None
+    figure = Figure(figsize=(7.0, 1.4 + 0.45 * len(shown)))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    places = list(range(len(shown)))[::-1]  # the first run on top
+    for place, (_, diff) in zip(places, shown, strict=True):
+        # green or red where the interval excludes zero, blue where it does not
+        color = "tab:green" if diff.low > 0 else "tab:red" if diff.high < 0 else "tab:blue"
+        error = [[diff.mean - diff.low], [diff.high - diff.mean]]
+        axes.errorbar([diff.mean], [place], xerr=error, fmt="o", color=color, capsize=4)
+        axes.annotate(
+            f"{diff.mean:+.1f} ({diff.wins}/{diff.losses}/{diff.ties})",
+            (diff.mean, place),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=7,
+        )
+    axes.axvline(0.0, color="grey", linewidth=1)
+    oracle = comparison.oracle
+    if oracle is not None and oracle in comparison.gains:
+        ceiling = comparison.gains[oracle]["f1"].mean
+        axes.axvline(ceiling, color="black", linestyle="--", linewidth=1)
+        axes.annotate(
+            f"{oracle} {ceiling:+.1f}",
+            (ceiling, 1.0),
+            xycoords=("data", "axes fraction"),
+            textcoords="offset points",
+            xytext=(-3, -10),
+            ha="right",
+            fontsize=7,
+        )
+    axes.set_yticks(places, [label for label, _ in shown])
+    axes.set_ylim(-0.7, len(shown) - 0.3)
+    axes.set_xlabel(f"F1 gain over {comparison.reference} (points, 95% bootstrap CI; W/L/T on F1)")
+    axes.set_title(title, fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
