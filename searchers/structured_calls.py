@@ -29,6 +29,7 @@ class Reply(Generic[T]):
     value: T | None
     error: str | None = None
     cut: bool = False  # the model stopped at its token limit; ``value`` is what was salvaged
+    timed_out: bool = False  # no reply in time (the model is alive but slow or queued)
 
 
 def capped(chat: BaseChatModel, max_tokens: int | None) -> BaseChatModel:
@@ -118,13 +119,18 @@ async def ask(
             runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
         )
     except TimeoutError:
-        return Reply(None, f"{step}: no reply within {timeout:.0f}s")
+        return Reply(None, f"{step}: no reply within {timeout:.0f}s", timed_out=True)
     except Exception as exc:  # transport and provider errors of every client library
         text = truncated_text(exc)
         value = salvage(text, schema) if text else None
         if value is not None:
             return Reply(value, cut=True)
-        return Reply(None, f"{step}: {type(exc).__name__}: {str(exc)[:200]}", cut=text is not None)
+        return Reply(
+            None,
+            f"{step}: {type(exc).__name__}: {str(exc)[:200]}",
+            cut=text is not None,
+            timed_out="Timeout" in type(exc).__name__,  # the client's own (openai, httpx)
+        )
     if lean is not None:
         out = _parsed_message(out, schema)
     parsed = out.get("parsed") if isinstance(out, dict) else out

@@ -51,6 +51,7 @@ class RoutedChatModel(ScriptedChatModel):
     routes: dict[str, Route] = Field(default_factory=dict)
     seen: list[tuple[str, str]] = Field(default_factory=list)  # (route, user message)
     fail: set[str] = Field(default_factory=set)  # routes that raise, like a dead endpoint
+    slow: set[str] = Field(default_factory=set)  # routes that time out, like a queued model
 
     def _generate(
         self,
@@ -63,6 +64,8 @@ class RoutedChatModel(ScriptedChatModel):
         self.seen.append((name, str(messages[-1].content)))
         if name in self.fail:
             raise ConnectionError(f"scripted failure of the {name} call")
+        if name in self.slow:
+            raise TimeoutError(f"scripted: no reply to the {name} call in time")
         if name not in self.routes:
             raise AssertionError(f"the test scripted no reply for {name!r}")
         reply = self.routes[name]

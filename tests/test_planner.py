@@ -483,6 +483,40 @@ async def test_an_answer_call_that_fails_leaves_a_degraded_answer_from_the_findi
     )
 
 
+async def test_an_answer_call_that_times_out_with_no_finding_cites_the_likeliest_sentence(
+    index,
+) -> None:
+    """No finding was supported and the answer call timed out (a queued or starved model, not
+    a dead one): the run returns the shown sentence with the most of the question's terms,
+    cited, no short answer, flagged degraded, instead of failing the question."""
+    chat = two_hop_chat()
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages))
+
+    chat.routes["summarize"] = summarize
+    chat.slow = {"answer"}
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    assert result.degraded and result.short_answer == ""
+    assert any("without the model" in r for r in result.degraded_reasons)
+    assert result.citations
+    cited = result.citations[0]
+    sentence = result.answer.split(" [")[0]
+    assert sentence in cited.text and ("Eiffel" in sentence or "Seine" in sentence), sentence
+
+
+async def test_an_answer_call_that_cannot_connect_with_no_finding_is_a_clear_error(
+    index,
+) -> None:
+    """A connection failure of the answer call with no finding stays a clear error: only a
+    timeout (a live model that was too slow) gets the extractive answer."""
+    chat = two_hop_chat()
+    chat.routes["summarize"] = lambda messages: finding(user_text(messages))
+    chat.fail = {"answer"}
+    with pytest.raises(AgentError, match="could not write the answer"):
+        await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+
+
 async def test_bad_questions_are_refused_before_any_call(index) -> None:
     chat = two_hop_chat()
     agent = agent_with(chat, [KeywordSearcher(index)])

@@ -32,6 +32,7 @@ from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
 from searchers.structured_calls import ask
+from searchers.text import WORD, fold, key_terms, split_sentences, stem
 from searchers.verification import contains_span
 
 ANSWER_MAX_TOKENS = 256
@@ -196,6 +197,25 @@ def _without_model(
     return findings[-1].answer, " ".join(sentences)
 
 
+def _extract_without_model(question: str, texts: list[SourceText]) -> tuple[str, str] | None:
+    """(short, long) answer of a run whose answer call timed out before any finding was
+    supported: the shown sentence that holds the most of the question's key terms, cited, and
+    no short answer (none was read). A slow or queued model is not a dead one: the user gets
+    the passage the answer most likely sits in, flagged degraded, instead of an error. None
+    when nothing was shown or no sentence shares a term with the question."""
+    terms = key_terms(question)
+    best: tuple[int, int, str] | None = None
+    for t in texts:
+        for sentence in split_sentences(t.text):
+            words = f" {' '.join(stem(w) for w in WORD.findall(fold(sentence)))} "
+            hits = sum(1 for term in terms if f" {term} " in words)
+            if hits and (best is None or hits > best[0]):
+                best = (hits, t.n, sentence.strip())
+    if best is None:
+        return None
+    return "", f"{best[2]} [{best[1]}]"
+
+
 async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
     run = runtime.context
     cfg = run.planner
@@ -239,6 +259,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         raw_long = " ".join(reply.value.answer.split())[:2000]
     else:
         fallback = _without_model(findings, sources)
+        if fallback is None and reply.timed_out:
+            fallback = _extract_without_model(state["question"], texts)
         if fallback is None:
             raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
         raw_short, raw_long = fallback
