@@ -354,7 +354,7 @@ class ServerDirectory:
         self.record_path.unlink(missing_ok=True)
 
     def stop(self) -> ServerRecord | None:
-        """Stop the running server whoever uses it (``hoptree doctor --stop-model``)."""
+        """Stop the running server whoever uses it."""
         with self.lock:
             record = self.read()
             if record is not None:
