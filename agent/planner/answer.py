@@ -28,6 +28,7 @@ from agent.planner.state import (
     PlannerState,
 )
 from agent.planner.trace import emit
+from agent.results import Citation
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
@@ -274,16 +275,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
         text = f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
-    citations = [
-        {
-            "n": n,
-            "id": sources[n - 1]["id"],
-            "title": sources[n - 1]["title"],
-            "text": sources[n - 1]["text"],
-            "url": (sources[n - 1].get("metadata") or {}).get("url"),
-        }
-        for n in cited
-    ]
+    citations = [Citation.of(sources[n - 1], n) for n in cited]
     report = {
         **check.to_json(),
         "short_answer_grounded": grounded,
@@ -305,7 +297,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         {
             "short_answer": short,
             "answer": text,
-            "citations": [c["id"] for c in citations],
+            "citations": [c.id for c in citations],
             "sources": [s["id"] for s in sources],
             "check": report,
         },
@@ -321,7 +313,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "errors": errors,
         "short_answer": short,
         "answer": text,
-        "citations": citations,
+        "citations": [c.to_json() for c in citations],
         "sources": shown_sources,
         "citation_check": report,
         "stopped": state.get("stopped") or "sufficient",

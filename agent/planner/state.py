@@ -85,7 +85,7 @@ class PlannerState(TypedDict, total=False):
     stopped: str
     short_answer: str
     answer: str
-    citations: list[dict[str, Any]]
+    citations: list[dict[str, Any]]  # Citation.to_json(), made by the answer step
     sources: list[dict[str, Any]]
     citation_check: dict[str, Any]  # how many sentences of the cited answer were kept/dropped
 
