@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from searchers.passages import HitRecord, page_of, source_label
 
@@ -45,6 +45,23 @@ class TraceEvent:
             "at": round(self.at, 3),
             "data": self.data,
         }
+
+
+class ShownSource(TypedDict):
+    """A passage the answer step was shown as [n] (``AskResult.sources``; the cited ones are
+    its ``Citation``s): the whole passage and, as ``shown``, the text the prompt held, trimmed
+    around the question. The evaluation's contexts are the shown texts."""
+
+    n: int
+    id: str
+    title: str
+    text: str
+    shown: str
+
+
+def shown_source(hit: HitRecord, n: int, shown: str) -> ShownSource:
+    """The passage shown as [n], from its hit record."""
+    return {"n": n, "id": hit["id"], "title": hit["title"], "text": hit["text"], "shown": shown}
 
 
 @dataclass
@@ -134,7 +151,7 @@ class AskResult:
     trace: list[TraceEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     # the passages the answer step was shown, numbered as [n] there (citations are a subset)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[ShownSource] = field(default_factory=list)
     # calls served from the LLM cache (counted in llm_calls, not in the tokens) and what they
     # cost when first made: the tokens above are what this question spent
     llm_cache_hits: int = 0

@@ -28,7 +28,7 @@ from agent.planner.state import (
     PlannerState,
 )
 from agent.planner.trace import emit
-from agent.results import Citation
+from agent.results import Citation, shown_source
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
@@ -211,10 +211,11 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
-    texts = [
-        SourceText(n, s["title"], focus_text(s["text"], cfg.passage_chars, focus))
-        for n, s in enumerate(sources, start=1)
+    shown = [
+        shown_source(hit, n, focus_text(hit["text"], cfg.passage_chars, focus))
+        for n, hit in enumerate(sources, start=1)
     ]
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     findings = supported_findings(state)
     step = open_step(state) if cfg.summarize else None
@@ -305,16 +306,12 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         (time.monotonic() - started) * 1000,
     )
     turn = {"question": state["question"], "short_answer": short}
-    shown_sources = [
-        {"n": t.n, "id": src["id"], "title": src["title"], "text": src["text"], "shown": t.text}
-        for src, t in zip(sources, texts, strict=True)
-    ]
     return {
         "errors": errors,
         "short_answer": short,
         "answer": text,
         "citations": [c.to_json() for c in citations],
-        "sources": shown_sources,
+        "sources": shown,
         "citation_check": report,
         "stopped": state.get("stopped") or "sufficient",
         "history": [*state.get("history", []), turn][-10:],
