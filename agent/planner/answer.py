@@ -1,7 +1,8 @@
 """The ``answer`` node: one reserved call reads raw passages chosen from everything found,
 with the findings as notes. The short answer is then grounded in a passage, moved along a
-planned chain past a bridge entity, or computed for an "A or B?" comparison, and every cited
-sentence is checked against its passages; none of that costs a call."""
+planned chain past a bridge entity, or computed for an "A or B?" comparison
+(``agent.checks.short_answer``), every cited sentence is checked against its passages, and each
+cited passage becomes a ``Citation``; none of that costs a call."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end, same_answer
-from agent.checks.citations import SourceText, check_citations, ground_short_answer
-from agent.checks.comparison import asks_yes_no, choices, pick_choice, resolve
+from agent.checks.chains import Hop, open_end
+from agent.checks.citations import SourceText, check_citations
 from agent.checks.evidence import Finding, select_evidence
+from agent.checks.short_answer import settle_short_answer
 from agent.planner.queries import (
     QUESTION_SEARCH_ID,
     active_queries,
@@ -245,30 +246,16 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
             raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
         raw_short, raw_long = fallback
         errors.append(f"{reply.error}; answered from the findings without the model")
-    short, grounded = ground_short_answer(raw_short, texts, state["question"])
-    short = pick_choice(short, raw_long, state["question"])
-    # a bridge entity is not the answer when the chain it bridges to has a finding
-    bridged_to = (
-        None if choices(state["question"]) else last_hop(short, _hops(state), state["question"])
+    settled = settle_short_answer(
+        raw_short,
+        raw_long,
+        texts,
+        state["question"],
+        _hops(state),
+        findings,
+        follow_chain=cfg.summarize and cfg.chain_answer,
     )
-    if bridged_to is not None:
-        short, grounded = bridged_to, True
-    # a resolved chain answers with its last hop's finding, whatever the reader wrote
-    chained = (
-        chain_end(_hops(state), state["question"])
-        if cfg.summarize
-        and cfg.chain_answer
-        and not asks_yes_no(state["question"])
-        and not choices(state["question"])
-        else None
-    )
-    if chained is not None and not same_answer(short, chained):
-        short, grounded = chained, True
-    short = in_asked_unit(short, state["question"])
-    # "A or B?" with a date or a number found for each: computed, not read
-    comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
-    if comparison is not None:
-        short, grounded = comparison.picked, True
+    short, grounded = settled.text, settled.grounded
     check = check_citations(raw_long, texts, state["question"])
     text = check.answer
     if not text and short:
@@ -282,14 +269,14 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "short_answer_grounded": grounded,
         "plan_resolved": plan_resolved,
     }
-    if chained is not None:
-        report["chain_end"] = chained
-    if comparison is not None:
-        report["comparison"] = comparison.to_json()
+    if settled.chain_end is not None:
+        report["chain_end"] = settled.chain_end
+    if settled.comparison is not None:
+        report["comparison"] = settled.comparison.to_json()
     if step is not None:
         report["open_step"] = step
-    if bridged_to is not None:
-        report["last_hop"] = bridged_to
+    if settled.last_hop is not None:
+        report["last_hop"] = settled.last_hop
     if raw_short != short:
         report["short_answer_written"] = raw_short
     emit(
