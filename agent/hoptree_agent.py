@@ -33,7 +33,6 @@ from agent.results import (
 from agent.runtime.usage import UsageTracker
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
-from searchers.passages import page_of
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, Searcher
 
@@ -234,7 +233,7 @@ class HoptreeAgent:
             question=question,
             answer=answer,
             short_answer=state.get("short_answer", ""),
-            citations=paged_citations(state.get("citations", []), state.get("passages") or {}),
+            citations=[Citation.from_json(c) for c in state.get("citations", [])],
             sub_queries=reports,
             verdicts=list(state.get("verdicts", [])),
             stopped=state.get("stopped", ""),
@@ -255,19 +254,6 @@ class HoptreeAgent:
             searchers=list(run.searchers),
             usage_by_step=run.tracker.by_step_json(),
         )
-
-
-def paged_citations(records: list[dict[str, Any]], passages: Mapping[str, Any]) -> list[Citation]:
-    """The answer's citations, each with the page its passage was read from (a PDF's): the
-    planner's records carry the title alone, the passages it retrieved carry the metadata."""
-    citations = []
-    for record in records:
-        citation = Citation(**record)
-        if citation.page is None:
-            hit = passages.get(citation.id)
-            citation.page = page_of(hit.get("metadata") if isinstance(hit, dict) else None)
-        citations.append(citation)
-    return citations
 
 
 def planner_search_context(settings: Settings, context: SearcherContext) -> SearcherContext:

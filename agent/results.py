@@ -2,16 +2,17 @@
 
 These records are the contract between the planner graph, the Python API, the CLI, the HTTP API
 and the trace page. They are plain dataclasses with ``to_json``: stable field names, nothing that
-needs the graph to be read.
+needs the graph to be read. A cited passage is made here once, from its hit record
+(``Citation.of``), and every front end hands out that record.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
-from searchers.passages import source_label
+from searchers.passages import HitRecord, page_of, source_label
 
 EventKind = Literal[
     "started",  # the question was accepted
@@ -46,9 +47,33 @@ class TraceEvent:
         }
 
 
+class ShownSource(TypedDict):
+    """A passage the answer step was shown as [n] (``AskResult.sources``; the cited ones are
+    its ``Citation``s): the whole passage and, as ``shown``, the text the prompt held, trimmed
+    around the question. The evaluation's contexts are the shown texts."""
+
+    n: int
+    id: str
+    title: str
+    text: str
+    shown: str
+
+
+def shown_source(hit: HitRecord, n: int, shown: str) -> ShownSource:
+    """The passage shown as [n], from its hit record."""
+    return {"n": n, "id": hit["id"], "title": hit["title"], "text": hit["text"], "shown": shown}
+
+
 @dataclass
 class Citation:
-    """Source [n] of the cited answer."""
+    """Source [n] of the cited answer: the passage the answer step showed as [n], whole, with
+    the url and the PDF page its metadata gives.
+
+    It is made once, by the answer step, from the passage's hit record (``of``), so the page is
+    read where the passage is at hand. The planner's state holds its ``to_json`` (a thread's
+    state is checkpointed as JSON) and the result reads it back (``from_json``); ``AskResult``,
+    the HTTP API, the chat answer's "Sources:" list, the CLI and MCP's ``CitationOut`` (these
+    fields but the text) all hand out this record."""
 
     n: int
     id: str
@@ -56,9 +81,21 @@ class Citation:
     text: str
     url: str | None = None
     # the PDF page the passage was read from; None for other sources and for indexes built
-    # before passages carried pages (the planner's citation records have no page of their own:
-    # ``HoptreeAgent`` adds it from the cited passage's metadata)
+    # before passages carried pages
     page: int | None = None
+
+    @classmethod
+    def of(cls, hit: HitRecord, n: int) -> Citation:
+        """The citation of the passage shown as [n]."""
+        metadata = hit.get("metadata") or {}
+        return cls(
+            n=n,
+            id=hit["id"],
+            title=hit["title"],
+            text=hit["text"],
+            url=metadata.get("url"),
+            page=page_of(metadata),
+        )
 
     @property
     def label(self) -> str:
@@ -67,6 +104,11 @@ class Citation:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Citation:
+        """The inverse of ``to_json``; a record written before citations had pages loads."""
+        return cls(**data)
 
 
 @dataclass
@@ -109,7 +151,7 @@ class AskResult:
     trace: list[TraceEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     # the passages the answer step was shown, numbered as [n] there (citations are a subset)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[ShownSource] = field(default_factory=list)
     # calls served from the LLM cache (counted in llm_calls, not in the tokens) and what they
     # cost when first made: the tokens above are what this question spent
     llm_cache_hits: int = 0

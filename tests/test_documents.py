@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from agent.hoptree_agent import paged_citations
 from agent.results import AskResult, Citation
 from agent.serve.mcp_schemas import ask_output
 from agent.serve.openai_api import sources_block
@@ -144,22 +143,17 @@ def test_the_tree_reads_documents_and_lists_the_unread(tmp_path: Path) -> None:
 
 
 def test_citations_carry_the_page_of_their_passage() -> None:
-    passages = {
-        "p7": Hit(
-            Passage("p7", "Report > Risks", "text", {"page": 7, "format": "pdf"}), 1.0
-        ).to_json(),
-        "old": Hit(Passage("old", "Danube", "text", {}), 1.0).to_json(),
-    }
-    records = [
-        {"n": 1, "id": "p7", "title": "Report > Risks", "text": "text", "url": None},
-        {"n": 2, "id": "old", "title": "Danube", "text": "text", "url": None},
-        {"n": 3, "id": "gone", "title": "", "text": "text", "url": None},
+    passages = [
+        Hit(Passage("p7", "Report > Risks", "text", {"page": 7, "format": "pdf"}), 1.0),
+        Hit(Passage("old", "Danube", "text", {}), 1.0),
     ]
-    citations = paged_citations(records, passages)
-    assert [c.label for c in citations] == ["Report > Risks p. 7", "Danube", "gone"]
+    citations = [Citation.of(hit.to_json(), n) for n, hit in enumerate(passages, start=1)]
+    assert [c.label for c in citations] == ["Report > Risks p. 7", "Danube"]
     assert citations[0].to_json()["page"] == 7 and citations[1].page is None
     # a citation serialised before pages existed still loads
-    assert Citation(**records[1]).label == "Danube"
+    record = {"n": 2, "id": "old", "title": "Danube", "text": "text", "url": None}
+    assert Citation.from_json(record).label == "Danube"
+    assert Citation.from_json({**record, "title": ""}).label == "old"  # no title: the id
     result = AskResult(
         question="q",
         answer="a [1]",

@@ -36,7 +36,9 @@ from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 @dataclass(frozen=True)
 class SourceText:
-    """One numbered passage exactly as the answer step showed it; the title is part of it."""
+    """One numbered passage exactly as the answer step showed it, the title part of it: the
+    check's own view of a shown source (``agent.results.ShownSource``, whose ``shown`` text it
+    holds as ``text``), so the check needs nothing of the planner and its tests build it bare."""
 
     n: int
     title: str

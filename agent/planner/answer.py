@@ -1,7 +1,8 @@
 """The ``answer`` node: one reserved call reads raw passages chosen from everything found,
 with the findings as notes. The short answer is then grounded in a passage, moved along a
-planned chain past a bridge entity, or computed for an "A or B?" comparison, and every cited
-sentence is checked against its passages; none of that costs a call."""
+planned chain past a bridge entity, or computed for an "A or B?" comparison
+(``agent.checks.short_answer``), every cited sentence is checked against its passages, and each
+cited passage becomes a ``Citation``; none of that costs a call."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end, same_answer
-from agent.checks.citations import SourceText, check_citations, ground_short_answer
-from agent.checks.comparison import asks_yes_no, choices, pick_choice, resolve
+from agent.checks.chains import Hop, open_end
+from agent.checks.citations import SourceText, check_citations
 from agent.checks.evidence import Finding, select_evidence
+from agent.checks.short_answer import settle_short_answer
 from agent.planner.queries import (
     QUESTION_SEARCH_ID,
     active_queries,
@@ -28,6 +29,7 @@ from agent.planner.state import (
     PlannerState,
 )
 from agent.planner.trace import emit
+from agent.results import Citation, shown_source
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
@@ -230,10 +232,11 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
-    texts = [
-        SourceText(n, s["title"], focus_text(s["text"], cfg.passage_chars, focus))
-        for n, s in enumerate(sources, start=1)
+    shown = [
+        shown_source(hit, n, focus_text(hit["text"], cfg.passage_chars, focus))
+        for n, hit in enumerate(sources, start=1)
     ]
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     findings = supported_findings(state)
     step = open_step(state) if cfg.summarize else None
@@ -259,36 +262,24 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         raw_long = " ".join(reply.value.answer.split())[:2000]
     else:
         fallback = _without_model(findings, sources)
+        how = "answered from the findings without the model"
         if fallback is None and reply.timed_out:
             fallback = _extract_without_model(state["question"], texts)
+            how = "cited the likeliest sentence without the model, no short answer"
         if fallback is None:
             raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
         raw_short, raw_long = fallback
-        errors.append(f"{reply.error}; answered from the findings without the model")
-    short, grounded = ground_short_answer(raw_short, texts, state["question"])
-    short = pick_choice(short, raw_long, state["question"])
-    # a bridge entity is not the answer when the chain it bridges to has a finding
-    bridged_to = (
-        None if choices(state["question"]) else last_hop(short, _hops(state), state["question"])
+        errors.append(f"{reply.error}; {how}")
+    settled = settle_short_answer(
+        raw_short,
+        raw_long,
+        texts,
+        state["question"],
+        _hops(state),
+        findings,
+        follow_chain=cfg.summarize and cfg.chain_answer,
     )
-    if bridged_to is not None:
-        short, grounded = bridged_to, True
-    # a resolved chain answers with its last hop's finding, whatever the reader wrote
-    chained = (
-        chain_end(_hops(state), state["question"])
-        if cfg.summarize
-        and cfg.chain_answer
-        and not asks_yes_no(state["question"])
-        and not choices(state["question"])
-        else None
-    )
-    if chained is not None and not same_answer(short, chained):
-        short, grounded = chained, True
-    short = in_asked_unit(short, state["question"])
-    # "A or B?" with a date or a number found for each: computed, not read
-    comparison = resolve(state["question"], [(f.query, f.answer) for f in findings])
-    if comparison is not None:
-        short, grounded = comparison.picked, True
+    short, grounded = settled.text, settled.grounded
     check = check_citations(raw_long, texts, state["question"])
     text = check.answer
     if not text and short:
@@ -296,29 +287,20 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
         text = f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
-    citations = [
-        {
-            "n": n,
-            "id": sources[n - 1]["id"],
-            "title": sources[n - 1]["title"],
-            "text": sources[n - 1]["text"],
-            "url": (sources[n - 1].get("metadata") or {}).get("url"),
-        }
-        for n in cited
-    ]
+    citations = [Citation.of(sources[n - 1], n) for n in cited]
     report = {
         **check.to_json(),
         "short_answer_grounded": grounded,
         "plan_resolved": plan_resolved,
     }
-    if chained is not None:
-        report["chain_end"] = chained
-    if comparison is not None:
-        report["comparison"] = comparison.to_json()
+    if settled.chain_end is not None:
+        report["chain_end"] = settled.chain_end
+    if settled.comparison is not None:
+        report["comparison"] = settled.comparison.to_json()
     if step is not None:
         report["open_step"] = step
-    if bridged_to is not None:
-        report["last_hop"] = bridged_to
+    if settled.last_hop is not None:
+        report["last_hop"] = settled.last_hop
     if raw_short != short:
         report["short_answer_written"] = raw_short
     emit(
@@ -327,7 +309,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         {
             "short_answer": short,
             "answer": text,
-            "citations": [c["id"] for c in citations],
+            "citations": [c.id for c in citations],
             "sources": [s["id"] for s in sources],
             "check": report,
         },
@@ -335,16 +317,12 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         (time.monotonic() - started) * 1000,
     )
     turn = {"question": state["question"], "short_answer": short}
-    shown_sources = [
-        {"n": t.n, "id": src["id"], "title": src["title"], "text": src["text"], "shown": t.text}
-        for src, t in zip(sources, texts, strict=True)
-    ]
     return {
         "errors": errors,
         "short_answer": short,
         "answer": text,
-        "citations": citations,
-        "sources": shown_sources,
+        "citations": [c.to_json() for c in citations],
+        "sources": shown,
         "citation_check": report,
         "stopped": state.get("stopped") or "sufficient",
         "history": [*state.get("history", []), turn][-10:],

@@ -17,7 +17,7 @@ from typing import Annotated, Any, NotRequired
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
-from agent.results import TraceEvent
+from agent.results import ShownSource, TraceEvent
 from agent.runtime.usage import UsageTracker
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import HitRecord
@@ -85,8 +85,8 @@ class PlannerState(TypedDict, total=False):
     stopped: str
     short_answer: str
     answer: str
-    citations: list[dict[str, Any]]
-    sources: list[dict[str, Any]]
+    citations: list[dict[str, Any]]  # Citation.to_json(), made by the answer step
+    sources: list[ShownSource]
     citation_check: dict[str, Any]  # how many sentences of the cited answer were kept/dropped
 
 

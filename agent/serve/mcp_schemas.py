@@ -5,26 +5,53 @@ They are projections of the records the rest of hoptree already hands out (``Ask
 ``SearchResult``, ``Hit``), with the same field names as ``hoptree ask --json`` and the HTTP
 API, trimmed to what an agent calling a tool needs: a cited answer points at passages by id and
 title, and the ``read_passage`` tool (or the ``hoptree://passage/{id}`` resource) fetches the
-text of the ones it wants to read.
+text of the ones it wants to read. ``CitationOut`` is made from ``Citation``'s own fields, so a
+field added to the citation reaches MCP without a second definition to keep in step.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection, Mapping
+from dataclasses import MISSING, fields
+from typing import Any, get_type_hints
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
-from agent.results import AskResult
+from agent.results import AskResult, Citation
 from searchers.passages import Hit, Passage, page_of
 from searchers.searcher import SearchResult
 
 
-class CitationOut(BaseModel):
-    n: int = Field(description="the [n] mark in the cited answer")
-    id: str = Field(description="passage id: read it with read_passage")
-    title: str
-    url: str | None = None
-    page: int | None = Field(default=None, description="the PDF page the passage is from")
+def projection(
+    record: type[Any], name: str, *, omit: Collection[str], notes: Mapping[str, str]
+) -> type[BaseModel]:
+    """A pydantic model of a dataclass's fields but ``omit``, with their types, defaults and
+    order, each described by ``notes`` where the tool's schema needs a word."""
+    types = get_type_hints(record)
+    return create_model(
+        name,
+        **{
+            f.name: (
+                types[f.name],
+                Field(... if f.default is MISSING else f.default, description=notes.get(f.name)),
+            )
+            for f in fields(record)
+            if f.name not in omit
+        },
+    )
+
+
+# a citation without its text: read_passage fetches the passages an agent wants to read
+CitationOut = projection(
+    Citation,
+    "CitationOut",
+    omit={"text"},
+    notes={
+        "n": "the [n] mark in the cited answer",
+        "id": "passage id: read it with read_passage",
+        "page": "the PDF page the passage is from",
+    },
+)
 
 
 class SubQueryOut(BaseModel):
@@ -116,10 +143,7 @@ def ask_output(result: AskResult) -> AskOutput:
         question=result.question,
         short_answer=result.short_answer,
         answer=result.answer,
-        citations=[
-            CitationOut(n=c.n, id=c.id, title=c.title, url=c.url, page=c.page)
-            for c in result.citations
-        ],
+        citations=[CitationOut.model_validate(c.to_json()) for c in result.citations],
         sub_queries=[
             SubQueryOut(
                 id=q.id,

@@ -207,7 +207,7 @@ def result_from_json(data: dict[str, Any]) -> AskResult:
         question=data.get("question", ""),
         answer=data.get("answer", ""),
         short_answer=data.get("short_answer", ""),
-        citations=[Citation(**c) for c in data.get("citations", [])],
+        citations=[Citation.from_json(c) for c in data.get("citations", [])],
         sub_queries=[],
         verdicts=data.get("verdicts", []),
         stopped=data.get("stopped", ""),

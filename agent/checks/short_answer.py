@@ -1,0 +1,70 @@
+"""The short answer a run gives: what the reader wrote, put through every no-call rule in turn.
+
+Each rule mends one way the 1.5B reader's short answer goes wrong, and a later one overrides an
+earlier one, so they are applied here in one place and in this order:
+
+1. snapped onto the passages' wording, "Cain Ballroom" to "Cain's Ballroom"
+   (``citations.ground_short_answer``);
+2. an "A or B?" question's answer taken to the alternative it names (``comparison.pick_choice``);
+3. a bridge entity moved on to the finding of the hop it bridges to (``chains.last_hop``), unless
+   the question offers alternatives;
+4. a resolved chain's answer: its last hop's finding (``chains.chain_end``), when the planner
+   follows its chains and the question is neither yes/no nor "A or B?";
+5. put in the unit the question asks for, 1710 as "18th century" (``chains.in_asked_unit``);
+6. an "A or B?" question with a date or a number found for each: computed, not read
+   (``comparison.resolve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
+from agent.checks.citations import SourceText, ground_short_answer
+from agent.checks.comparison import Comparison, asks_yes_no, choices, pick_choice, resolve
+from agent.checks.evidence import Finding
+
+
+@dataclass(frozen=True)
+class ShortAnswer:
+    """The short answer, and which rules set it (the answer step's report names them)."""
+
+    text: str
+    grounded: bool  # a span of the passages shown, or a supported finding a rule chose
+    last_hop: str | None = None  # the finding a bridge entity was moved on to (rule 3)
+    chain_end: str | None = None  # the resolved chain's last finding (rule 4), used or not
+    comparison: Comparison | None = None  # the computed "A or B?" (rule 6)
+
+
+def settle_short_answer(
+    written: str,
+    long: str,
+    sources: Sequence[SourceText],
+    question: str,
+    hops: Sequence[Hop],
+    findings: Sequence[Finding],
+    *,
+    follow_chain: bool,
+) -> ShortAnswer:
+    """The short answer ``written`` by the reader (``long`` is its cited answer) after the rules
+    above, read against the passages shown, the plan's ``hops`` and its supported ``findings``.
+    ``follow_chain``: the planner's findings and chain answer are switched on."""
+    short, grounded = ground_short_answer(written, sources, question)
+    short = pick_choice(short, long, question)
+    offers_choices = bool(choices(question))
+    bridged_to = None if offers_choices else last_hop(short, hops, question)
+    if bridged_to is not None:
+        short, grounded = bridged_to, True
+    chained = (
+        chain_end(hops, question)
+        if follow_chain and not asks_yes_no(question) and not offers_choices
+        else None
+    )
+    if chained is not None and not same_answer(short, chained):
+        short, grounded = chained, True
+    short = in_asked_unit(short, question)
+    comparison = resolve(question, [(f.query, f.answer) for f in findings])
+    if comparison is not None:
+        short, grounded = comparison.picked, True
+    return ShortAnswer(short, grounded, bridged_to, chained, comparison)

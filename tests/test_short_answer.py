@@ -1,0 +1,53 @@
+"""The short answer's no-call rules applied in their order, no planner: grounding in the
+passages, the bridge's last hop, a resolved chain's end, a computed comparison."""
+
+from __future__ import annotations
+
+from agent.checks.chains import Hop
+from agent.checks.citations import SourceText
+from agent.checks.evidence import Finding
+from agent.checks.short_answer import settle_short_answer
+
+CHAIN = [Hop("q1", (), None, "Mira Solt"), Hop("q2", ("q1",), None, "tuberculosis")]
+WIFE = "Why did the wife of Tom Arlen die?"
+SHOWN = [SourceText(1, "Mira Solt", "Mira Solt, Tom Arlen's wife, died of tuberculosis in 1923.")]
+
+
+def test_a_written_answer_is_snapped_onto_the_passages_wording() -> None:
+    shown = [SourceText(1, "Beyoncé", "Beyoncé performed at the Cain's Ballroom in 2001.")]
+    settled = settle_short_answer(
+        "Cain Ballroom", "", shown, "Where did Beyoncé perform?", [], [], follow_chain=True
+    )
+    assert (settled.text, settled.grounded) == ("Cain's Ballroom", True)
+    assert (settled.last_hop, settled.chain_end, settled.comparison) == (None, None, None)
+
+
+def test_a_bridge_answer_moves_on_and_the_chain_end_is_reported() -> None:
+    settled = settle_short_answer("Mira Solt", "", SHOWN, WIFE, CHAIN, [], follow_chain=True)
+    assert (settled.text, settled.grounded) == ("tuberculosis", True)
+    assert settled.last_hop == "tuberculosis" and settled.chain_end == "tuberculosis"
+
+
+def test_the_chain_end_replaces_another_answer_only_when_chains_are_followed() -> None:
+    followed = settle_short_answer("the flu", "", SHOWN, WIFE, CHAIN, [], follow_chain=True)
+    assert (followed.text, followed.grounded, followed.last_hop) == ("tuberculosis", True, None)
+    ignored = settle_short_answer("the flu", "", SHOWN, WIFE, CHAIN, [], follow_chain=False)
+    assert (ignored.text, ignored.grounded, ignored.chain_end) == ("the flu", False, None)
+    yes_no = settle_short_answer(
+        "yes", "", SHOWN, "Did the wife of Tom Arlen die young?", CHAIN, [], follow_chain=True
+    )
+    assert (yes_no.text, yes_no.chain_end) == ("yes", None)
+
+
+def test_a_comparison_the_findings_decide_is_computed_last() -> None:
+    question = "Who was born first, Morgan Llywelyn or Robert Jordan?"
+    findings = [
+        Finding("birth date of Morgan Llywelyn", "December 3, 1937", ("m",)),
+        Finding("birth date of Robert Jordan", "October 17, 1948", ("r",)),
+    ]
+    written = "Robert Jordan was born first."
+    settled = settle_short_answer(
+        "Robert Jordan", written, [], question, [], findings, follow_chain=True
+    )
+    assert (settled.text, settled.grounded) == ("Morgan Llywelyn", True)
+    assert settled.comparison is not None and settled.comparison.picked == "Morgan Llywelyn"
