@@ -172,17 +172,7 @@ def build_chat_model(
                 file=sys.stderr,
             )
     if lease is None:  # a private server: asked for, or the shared one serves another model
-        server = LlamaServer(
-            gguf,
-            alias=label,
-            n_ctx=spec.n_ctx,
-            threads=spec.threads,
-            parallel=spec.parallel,
-            startup_timeout_s=spec.startup_timeout_s,
-            speculative=spec.speculative,
-            draft_gguf=draft,
-            cache_reuse=spec.cache_reuse,
-        ).start()
+        server = spec.llama_server().start()
         base_url, load_seconds = server.base_url, server.load_seconds
         serving = "private, in this process"
     else:

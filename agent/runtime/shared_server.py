@@ -92,6 +92,21 @@ class ServerSpec:
             if f.name != "startup_timeout_s" and getattr(self, f.name) != getattr(running, f.name)
         ]
 
+    def llama_server(self) -> LlamaServer:
+        """The llama.cpp server this spec describes, not started: the shared server process
+        and a private in-process server are built the same way."""
+        return LlamaServer(
+            Path(self.gguf),
+            alias=self.alias,
+            n_ctx=self.n_ctx,
+            threads=self.threads,
+            parallel=self.parallel,
+            startup_timeout_s=self.startup_timeout_s,
+            speculative=self.speculative,
+            draft_gguf=Path(self.draft_gguf) if self.draft_gguf else None,
+            cache_reuse=self.cache_reuse,
+        )
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
@@ -369,17 +384,7 @@ class ServerDirectory:
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
-        llama: ModelServer = server or LlamaServer(
-            Path(spec.gguf),
-            alias=spec.alias,
-            n_ctx=spec.n_ctx,
-            threads=spec.threads,
-            parallel=spec.parallel,
-            startup_timeout_s=spec.startup_timeout_s,
-            speculative=spec.speculative,
-            draft_gguf=Path(spec.draft_gguf) if spec.draft_gguf else None,
-            cache_reuse=spec.cache_reuse,
-        )
+        llama: ModelServer = server or spec.llama_server()
         llama.start()
         assert llama.port is not None
         record = ServerRecord(
