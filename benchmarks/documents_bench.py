@@ -57,7 +57,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -87,6 +86,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from agent.settings import default_data_dir  # noqa: E402
+from benchmarks.children import stop_child  # noqa: E402
 from searchers.passages import source_label  # noqa: E402
 
 # --------------------------------------------------------------------------- the PDF
@@ -372,13 +372,7 @@ class Stub:
         return int(httpx.get(self.url + "/stats", timeout=10).json()["total"])
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_child(self.proc)
 
 
 def start_stub(latency_s: float, timeout_s: float = 60.0) -> Stub:
@@ -418,13 +412,7 @@ class Serve:
     err_log: Path
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_child(self.proc, grace_s=30)
 
 
 def start_serve(env: Env, start_timeout_s: float) -> Serve:

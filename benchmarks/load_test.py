@@ -49,7 +49,6 @@ import json
 import os
 import platform
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.progress import StageFn, stage_progress  # noqa: E402
 from agent.settings import SERVED_RUN_SLOTS  # noqa: E402
+from benchmarks.children import stop_child  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CORPUS = ROOT / "agent" / "cli" / "demo" / "hotpotqa_demo.jsonl"
@@ -170,13 +170,7 @@ class Proc:
         return self.proc.poll() is None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_child(self.proc)
 
     def kill(self) -> None:
         """SIGKILL: the process dies with its connections open, as a crashed endpoint does."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from evals.provenance import code_version
 from evals.report import DETAILS_FILE, ReportError, parse_details
@@ -21,7 +21,6 @@ from searchers.index_dir import now_iso
 
 log = logging.getLogger(__name__)
 
-Setting = Literal["open", "distractor"]
 SETTINGS: tuple[str, ...] = ("open", "distractor")
 RUN_FILE = "run.json"
 MAX_CONCURRENCY = 64

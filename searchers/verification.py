@@ -39,15 +39,23 @@ def _present(term: str, haystack_words: set[str], haystack_text: str) -> bool:
     return found / len(words) >= 0.5 or term in haystack_text
 
 
+def terms_present(terms: Sequence[str], text: str) -> int:
+    """How many of ``terms`` (``key_terms`` output: folded, stemmed) occur in ``text``; a
+    multi-word name counts when half its words do. The one rule for "does this text mention
+    the query's terms", read by the searchers' coverage check and by the answer step's
+    no-model fallback."""
+    stems = [stem(w) for w in WORD.findall(fold(text))]
+    words, joined = set(stems), " ".join(stems)
+    return sum(1 for t in terms if _present(t, words, joined))
+
+
 def coverage(query: str, hits: Sequence[Hit], *, top: int = 5) -> float:
     """Share of the query's key terms that occur in the titles and texts of the top hits."""
     terms = key_terms(query)
     if not terms:
         return 0.0
     text = " ".join(f"{h.title} {h.text}" for h in hits[:top])
-    words = {stem(w) for w in WORD.findall(fold(text))}
-    joined = " ".join(stem(w) for w in WORD.findall(fold(text)))
-    return sum(1 for t in terms if _present(t, words, joined)) / len(terms)
+    return terms_present(terms, text) / len(terms)
 
 
 RuleKind = Literal["llm", "coverage", "llm_and_coverage", "extract", "extract_and_coverage"]

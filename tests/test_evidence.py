@@ -148,3 +148,16 @@ def test_a_long_name_with_one_word_spelled_otherwise_still_names_the_passage() -
     assert names_one(anchors("where Representative Thomas Tucker was from"), passage)
     # a two-word name needs both words
     assert not names_one(anchors("birthplace of Thomas Arlen"), passage)
+
+
+def test_a_multi_word_name_counts_when_half_its_words_occur() -> None:
+    """One rule for "does this text mention the query's terms": the searchers' coverage check
+    and the answer step's no-model fallback both count a name a passage abbreviates."""
+    from searchers.text import key_terms
+    from searchers.verification import terms_present
+
+    terms = key_terms("Where was Gustave Eiffel born?")
+    assert terms == ["gustave eiffel"]
+    assert terms_present(terms, "Eiffel was born in Dijon.") == 1
+    assert terms_present(terms, "Gustave Eiffel was born in Dijon.") == 1
+    assert terms_present(terms, "A tower stands in Paris.") == 0

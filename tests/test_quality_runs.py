@@ -304,7 +304,7 @@ async def test_the_report_compares_pipelines_on_common_questions_with_tree_stats
 
 
 def test_articles_split_counts_articles_above_level_and_below() -> None:
-    from evals.quality.compare import _articles_split, article_accuracy
+    from evals.quality.compare import article_accuracy, articles_split
 
     article_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C"}
     first = {"outcomes": {"a1": True, "a2": False, "b1": True, "c1": False}}
@@ -314,9 +314,9 @@ def test_articles_split_counts_articles_above_level_and_below() -> None:
         for name, metrics in (("x", first), ("y", second))
     }
     assert article_accuracy(runs["x"]) == {"A": 50.0, "B": 100.0, "C": 0.0}
-    assert _articles_split(runs, "x", "y") == "1 / 1 / 1"  # B above, C level, A below
-    assert _articles_split(runs, "y", "x") == "1 / 1 / 1"
-    assert _articles_split(runs, "x", "missing") == "n/a"
+    assert articles_split(runs, "x", "y") == "1 / 1 / 1"  # B above, C level, A below
+    assert articles_split(runs, "y", "x") == "1 / 1 / 1"
+    assert articles_split(runs, "x", "missing") == "n/a"
 
 
 def test_the_sign_test_counts_only_the_questions_two_pipelines_disagree_on() -> None:

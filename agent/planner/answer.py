@@ -34,8 +34,8 @@ from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
 from searchers.structured_calls import ask
-from searchers.text import WORD, fold, key_terms, split_sentences, stem
-from searchers.verification import contains_span
+from searchers.text import key_terms, split_sentences
+from searchers.verification import contains_span, terms_present
 
 ANSWER_MAX_TOKENS = 256
 
@@ -209,8 +209,7 @@ def _extract_without_model(question: str, texts: list[SourceText]) -> tuple[str,
     best: tuple[int, int, str] | None = None
     for t in texts:
         for sentence in split_sentences(t.text):
-            words = f" {' '.join(stem(w) for w in WORD.findall(fold(sentence)))} "
-            hits = sum(1 for term in terms if f" {term} " in words)
+            hits = terms_present(terms, sentence)
             if hits and (best is None or hits > best[0]):
                 best = (hits, t.n, sentence.strip())
     if best is None:

@@ -172,7 +172,7 @@ def _leaf_tokens(metrics: Mapping[str, Any]) -> str:
     return f"{tokens * (1 - (share or 0.0) / 100):,.0f} tokens"
 
 
-def _articles_split(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
+def articles_split(runs: dict[str, dict[str, Any]], a: str, b: str) -> str:
     """On how many articles ``a`` scores above, level with and below ``b``: a gain carried by
     one article reads differently from one every article shares."""
     if a not in runs or b not in runs:
@@ -281,7 +281,7 @@ def comparison_markdown(
         lines.append(
             f"| {a} minus {b} | {_gain(by_name, a, b, 'accuracy')} | "
             f"{_gain(by_name, a, b, 'accuracy_hard')} | {_paired(by_name, a, b)} | "
-            f"{_articles_split(by_name, a, b)} | {paper} |"
+            f"{articles_split(by_name, a, b)} | {paper} |"
         )
     flips = []
     for label, m in runs:  # every tree run, variants included, against the leaves
