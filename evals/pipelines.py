@@ -467,6 +467,7 @@ def planner_record(result: AskResult) -> dict[str, Any]:
         "stopped": result.stopped,
         "sub_queries": [
             {
+                "id": q.id,  # what "needs" and "replaces" name
                 "query": q.query,
                 "origin": q.origin,
                 "round": q.round,

@@ -24,11 +24,12 @@ from evals.metrics import best_exact_match, best_f1
 
 
 def hops_of(row: Mapping[str, Any]) -> list[Hop]:
-    """The row's atomic queries as chain links (ids q1, q2, ... in plan order)."""
+    """The row's atomic queries as chain links (rows written before ids were recorded: q1,
+    q2, ... in plan order, which is how the planner numbers them)."""
     subs = (row.get("planner") or {}).get("sub_queries") or []
     hops = []
     for i, sub in enumerate(subs, start=1):
-        qid = f"q{i}"
+        qid = str(sub.get("id") or f"q{i}")
         replaced = any(s.get("replaces") == qid and s.get("answered") for s in subs)
         hops.append(
             Hop(

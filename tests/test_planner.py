@@ -233,9 +233,10 @@ async def test_a_bridge_short_answer_becomes_the_last_hops_finding(index) -> Non
 
 
 async def test_an_unsupported_finding_is_not_followed(index) -> None:
-    """The model names a city its passages do not hold: that finding counts as not found, the
-    dependent query is searched with the words of the query it needs, and the follow-up the
-    merged verify call names finds the supported answer, which replaces the failed one."""
+    """The model names a city its passages do not hold: that finding counts as not found, and
+    the dependent query waits (it is never searched with a guess or with the words of the query
+    it needs). The follow-up the merged verify call names finds the supported answer, which
+    replaces the failed one, and the dependent query then goes out with it filled in."""
 
     def summarize(messages: list[BaseMessage]) -> str:
         return finding(
@@ -257,12 +258,60 @@ async def test_an_unsupported_finding_is_not_followed(index) -> None:
     first = result.sub_queries[0]
     assert first.proposed == "Lyon" and not first.answered and first.summary == ""
     assert "Lyon" not in " ".join(searcher.queries)
-    assert searcher.queries[2] == "river of (city where the Eiffel Tower stands)"
+    assert searcher.queries[2:] == ["French city of the Eiffel tower", "river of Paris"]
     (verify_prompt,) = [text for route, text in chat.seen if route == "verify"]
     assert "- city where the Eiffel Tower stands -> NOT FOUND" in verify_prompt
-    follow = result.sub_queries[2]
+    verdict = next(e for e in result.trace if e.kind == "verify").data
+    assert verdict["blocked"] == ["river of #1"]
+    hop, follow = result.sub_queries[1], result.sub_queries[2]
     assert follow.origin == "supplement" and follow.replaces == "q1" and follow.answered
     assert first.superseded_by == "q3"
+    assert (hop.query, hop.round) == ("river of Paris", 3)
+
+
+async def test_a_hop_behind_a_step_that_found_nothing_is_never_searched(index) -> None:
+    """The first hop found nothing and the follow-up found nothing either: the hop that needs
+    it is not searched with the first hop's words, the chain stays open, and the answer reads
+    the question's own retrieval (one-call RAG's passages) with no "still open" step named."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m))
+    chat.routes["verify"] = reply(sufficient=False, queries=["tower in the French capital"])
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher], max_rounds=2).ask(QUESTION)
+    assert searcher.queries == [
+        "city where the Eiffel Tower stands",
+        QUESTION,
+        "tower in the French capital",
+    ]
+    hop = result.sub_queries[1]
+    assert (hop.query, hop.round, hop.searches) == ("river that flows through #1", 0, [])
+    assert result.stopped == "max_rounds"
+    (prompt,) = [text for route, text in chat.seen if route == "answer"]
+    assert "Still open" not in prompt
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["plan_resolved"] is False
+    question_hits = [h.id for h in searcher.index.retrieve(QUESTION, 5)]
+    assert set(question_hits[:2]) <= {s["id"] for s in result.sources}
+
+
+async def test_without_follow_ups_a_blocked_hop_ends_the_plan(index) -> None:
+    """With the supplement switch off nothing can answer the failed first hop again: the
+    plan stops there and its dependent hop is never searched."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m))
+    searcher = KeywordSearcher(index)
+    agent = HoptreeAgent(
+        chat,
+        {searcher.name: searcher},
+        planner=PlannerSettings(supplement=False),
+        budgets=BudgetSettings(),
+        llm_timeout_s=5,
+    )
+    result = await agent.ask(QUESTION)
+    assert searcher.queries == ["city where the Eiffel Tower stands", QUESTION]
+    assert result.stopped == "no_supplement" and chat.count("verify") == 0
+    verdict = next(e for e in result.trace if e.kind == "verify").data
+    assert verdict["blocked"] == ["river that flows through #1"]
 
 
 async def test_a_follow_up_asking_what_a_finding_answers_is_not_sent(index) -> None:

@@ -152,7 +152,11 @@ def open_step(state: PlannerState) -> str | None:
     """The chain's last query, as it asks for what is still missing, when every earlier hop
     has a supported finding and the last has none (``agent.checks.chains.open_end``). A hop
     that resolved only after the last query was sent left its words in brackets there
-    ("spouse of (actor who voices Batman)"); they are replaced by its finding."""
+    ("spouse of (actor who voices Batman)"); they are replaced by its finding. A plan with
+    hops never searched (held back behind a hop that found nothing) has no such step: its last
+    searched query is not the chain's last."""
+    if state.get("waiting"):
+        return None
     end = open_end(_hops(state))
     if end is None:
         return None

@@ -286,8 +286,9 @@ def answer_of(qid: str, state: PlannerState) -> str | None:
 
 
 def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | None = None):
-    """``sub`` with each ``#n`` replaced by that query's supported answer, or, when it has none,
-    by its own words: a search for "birth year of (founder of X)" still beats no search."""
+    """``sub`` with each ``#n`` replaced by that query's supported answer, or by its own words
+    where there is no answer to fill in: with findings switched off (every query goes out at
+    once) or when the answer is a yes/no or a sentence rather than a name."""
 
     def fill(match: re.Match[str]) -> str:
         qid = f"q{match.group(1)}"
@@ -300,20 +301,38 @@ def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | 
     return SubQuery(**{**sub, "query": query, "key": query_key(query) or sub["key"]})
 
 
-def ready_queries(state: PlannerState) -> tuple[list[SubQuery], list[str]]:
-    """(queries now ready to search, ids still waiting). A waiting query is ready when every
-    query it needs has been searched and is answered or has no follow-up still in flight."""
+def _settled(qid: str, state: PlannerState) -> bool:
+    """A needed query that a waiting one may build on: it has a supported finding (its own or a
+    follow-up's), or no findings call was made for it (the summarize switch off)."""
+    summary = state.get("summaries", {}).get(qid, {})
+    return answer_of(qid, state) is not None or bool(summary.get("skipped"))
+
+
+def ready_queries(state: PlannerState) -> tuple[list[SubQuery], list[str], list[str]]:
+    """(queries now ready to search, ids still waiting, the waiting ids that are blocked).
+
+    A waiting query is ready when every query it needs has been searched and answered (by its
+    own finding or a follow-up's). It is blocked when a query it needs was searched and found
+    nothing: it stays unsearched until a follow-up answers that query, and never goes out with
+    the missing answer's words in its place. Measured on MuSiQue (v4, 82 questions), 38 hops
+    went out spelled out that way ("when did (country where (city where X was born) was born)
+    become ..."); 10 came back with a finding, each wrong ("Pocahontas (1995 film)" for an
+    institute), and none of those questions was answered right. An open chain's answer reads
+    the question's own retrieval instead (``planner.answer``)."""
     subs = state.get("sub_queries", {})
     summaries = state.get("summaries", {})
-    ready, still = [], []
+    ready, still, blocked = [], [], []
     for qid in state.get("waiting", []):
         sub = subs[qid]
-        done = all(need in summaries for need in sub.get("needs", []))
-        if done:
+        needs = sub.get("needs", [])
+        if not all(need in summaries for need in needs):
+            still.append(qid)
+        elif all(_settled(need, state) for need in needs):
             ready.append(spelled_out(sub, subs, state))
         else:
             still.append(qid)
-    return ready, still
+            blocked.append(qid)
+    return ready, still, blocked
 
 
 def similar_queries(a: str, b: str) -> bool:

@@ -131,19 +131,24 @@ async def verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> Command[L
     2. Every query has a supported finding: the evidence suffices (no call). The model's own
        "sufficient" is never asked here: the local model says yes to almost anything.
     3. Otherwise one call judges the findings and names the follow-ups; a follow-up asking
-       for what a supported finding already answers is not sent.
+       for what a supported finding already answers is not sent. A planned hop whose earlier
+       hop found nothing waits for the follow-up that answers it (``ready_queries``); when no
+       follow-up can be asked, it is never searched and the chain stays open.
     """
     run = runtime.context
     cfg = run.planner
     started = time.monotonic()
     rnd = state.get("round", 1)
-    ready, still_waiting = ready_queries(state)
+    ready, still_waiting, blocked = ready_queries(state)
     open_queries = unanswered_queries(state)
+    subs = state.get("sub_queries", {})
     verdict: dict[str, Any] = {
         "round": rnd,
         "llm_says": None,
         "open": [q["query"] for q in open_queries],
         "missing": "; ".join(q["query"] for q in open_queries)[:300],
+        # planned hops held back: a query they build on found nothing (yet)
+        "blocked": [subs[qid]["query"] for qid in blocked],
     }
     errors: list[str] = []
     new: list[SubQuery] = []
