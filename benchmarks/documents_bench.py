@@ -45,6 +45,11 @@ dir; ``--write`` also writes ``benchmarks/results/documents.md`` and ``.json``::
     nice -n 19 python benchmarks/documents_bench.py --stub            # the control flow, ~1 min
     nice -n 19 python benchmarks/documents_bench.py --write           # the embedded model
     nice -n 19 python benchmarks/documents_bench.py --runs 5 --timeout 1800 --fresh
+
+Why one file of this length: a benchmark is run as one script (``python
+benchmarks/documents_bench.py``), and its phases share the work directory, the resumable state
+and the report; the pieces other benchmarks also need (stopping a child) live in
+``benchmarks/children.py``.
 """
 
 from __future__ import annotations

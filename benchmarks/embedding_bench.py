@@ -20,6 +20,9 @@ onnx = our ONNX export in fp32; onnx-int8 = the same graph with int8 weights, th
   ``build_index`` with that backend (its build time is recorded too), plus the cross case: an
   index built with torch searched with onnx-int8 query vectors (what a user whose index predates
   the new default gets).
+
+Why one file of this length: a benchmark is run as one script, and its backends, timings and
+report read one configuration; none of it is imported by the package.
 """
 
 from __future__ import annotations

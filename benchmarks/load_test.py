@@ -38,6 +38,10 @@ idle one. Progress goes to stderr from the first second (bars on a terminal, lin
     .venv/bin/python benchmarks/load_test.py                 # prints the report
     .venv/bin/python benchmarks/load_test.py --write         # and writes benchmarks/results/load.md
     .venv/bin/python benchmarks/load_test.py --clients 20 --max-concurrency 8 --latency 0.5
+
+Why one file of this length: a benchmark is run as one script, and its phases (the stub, the
+server child, the client load, the report) share one set of sizes and one timeline; what other
+benchmarks also need lives in ``benchmarks/children.py``.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ Method notes
   a question's gold titles in the top k, averaged; "both@k" = fraction of questions with every
   gold title in the top k. All k come from one top-20 retrieval per question (hybrid: RRF k=60
   over sparse and dense top-40).
+
+Why one file of this length: a benchmark is run as one script, and its index builds, query runs
+and report read one configuration; none of it is imported by the package.
 """
 
 from __future__ import annotations
