@@ -294,6 +294,25 @@ async def test_a_hop_behind_a_step_that_found_nothing_is_never_searched(index) -
     assert set(question_hits[:2]) <= {s["id"] for s in result.sources}
 
 
+async def test_a_follow_up_that_asks_the_question_again_stands_in_for_no_hop(index) -> None:
+    """The verify call asks the whole question again and its finding is the river: that is
+    not the city the waiting hop needs, so it replaces no query and fills no ``#1``."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(
+        user_text(m), **{"northern France": ("Seine", "Seine")}
+    )
+    chat.routes["verify"] = reply(
+        sufficient=False,
+        queries=["Which river in northern France flows through the city of the Eiffel Tower"],
+    )
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher], max_rounds=2).ask(QUESTION)
+    follow = result.sub_queries[2]
+    assert follow.origin == "supplement" and follow.answered and follow.replaces is None
+    assert not any("Seine" in q for q in searcher.queries)  # no "river that flows through Seine"
+    assert result.sub_queries[1].searches == []
+
+
 async def test_without_follow_ups_a_blocked_hop_ends_the_plan(index) -> None:
     """With the supplement switch off nothing can answer the failed first hop again: the
     plan stops there and its dependent hop is never searched."""

@@ -94,6 +94,11 @@ def _follow_ups(raw: list[str], state: PlannerState, room: int) -> tuple[list[Su
             default=None,
         )
         overlap = target and set(query_key(target["query"]).split()) & set(key.split())
+        if similar_queries(query, state["question"]):
+            # the question asked again stands in for no step of the plan: its answer filled
+            # into "first performance in #1" would make the city the band (measured on the
+            # demo question: "Tulsa, Oklahoma" became the band of two waiting hops)
+            overlap = set()
         kept.append(
             SubQuery(
                 id=f"q{start + len(kept) + 1}",
