@@ -303,7 +303,8 @@ def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | 
 
 def _settled(qid: str, state: PlannerState) -> bool:
     """A needed query that a waiting one may build on: it has a supported finding (its own or a
-    follow-up's), or no findings call was made for it (the summarize switch off)."""
+    follow-up's), or no findings call was made for it (the summarize switch off, or the call
+    skipped for the budget), so there is no finding to wait for."""
     summary = state.get("summaries", {}).get(qid, {})
     return answer_of(qid, state) is not None or bool(summary.get("skipped"))
 
