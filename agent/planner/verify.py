@@ -71,6 +71,11 @@ def _findings_text(state: PlannerState, chars: int) -> str:
     return "\n".join(lines)
 
 
+def _needed(sub_id: str, subs: dict[str, SubQuery]) -> bool:
+    """Whether a planned query's answer is filled into another query (``#1``)."""
+    return any(sub_id in q.get("needs", []) for q in subs.values())
+
+
 def _follow_ups(raw: list[str], state: PlannerState, room: int) -> tuple[list[SubQuery], list[str]]:
     """New follow-up queries and the ones dropped: already asked, or asking what a supported
     finding already answers. Each follow-up names the open query it asks again, if any."""
@@ -94,10 +99,10 @@ def _follow_ups(raw: list[str], state: PlannerState, room: int) -> tuple[list[Su
             default=None,
         )
         overlap = target and set(query_key(target["query"]).split()) & set(key.split())
-        if similar_queries(query, state["question"]):
-            # the question asked again stands in for no step of the plan: its answer filled
-            # into "first performance in #1" would make the city the band (measured on the
-            # demo question: "Tulsa, Oklahoma" became the band of two waiting hops)
+        if target and similar_queries(query, state["question"]) and _needed(target["id"], subs):
+            # the question asked again stands in for no hop that others wait on: its answer
+            # filled into "first performance in #1" would make the city the band (measured on
+            # the demo question: "Tulsa, Oklahoma" became the band of two waiting hops)
             overlap = set()
         kept.append(
             SubQuery(
