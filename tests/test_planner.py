@@ -313,6 +313,25 @@ async def test_a_follow_up_that_asks_the_question_again_stands_in_for_no_hop(ind
     assert result.sub_queries[1].searches == []
 
 
+async def test_the_question_asked_again_replaces_an_open_query_nothing_waits_on(index) -> None:
+    """A plan of one query (the question in other words) left open: a follow-up that asks the
+    question again answers that query, so the plan resolves and no second verify call asks
+    for it once more."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["decompose"] = reply(queries=["river through the Eiffel Tower city"])
+    chat.routes["summarize"] = lambda m: finding(
+        user_text(m), **{"northern France": ("Seine", "Seine")}
+    )
+    chat.routes["verify"] = reply(
+        sufficient=False,
+        queries=["Which river in northern France flows through the city of the Eiffel Tower"],
+    )
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=3).ask(QUESTION)
+    follow = result.sub_queries[1]
+    assert follow.origin == "supplement" and follow.answered and follow.replaces == "q1"
+    assert chat.count("verify") == 1
+
+
 async def test_without_follow_ups_a_blocked_hop_ends_the_plan(index) -> None:
     """With the supplement switch off nothing can answer the failed first hop again: the
     plan stops there and its dependent hop is never searched."""
