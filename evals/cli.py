@@ -50,10 +50,14 @@ from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
 from evals.run_directory import EvalRunError, RunConfig
 from evals.runner import check_config, run_eval
+from evals.scoreboard import HEADER as SCOREBOARD_HEADER
+from evals.scoreboard import SliceScore, incomplete_runs, score_cells, scoreboard_markdown
 from evals.suite import (
     DEFAULT_SUITE,
+    SCOREBOARD,
     SUITES,
     TREE_JOURNAL,
+    Suite,
     SuiteError,
     SuiteRun,
     compare_args,
@@ -64,6 +68,7 @@ from evals.suite import (
     run_status,
     run_unfinished,
     suite_runs,
+    suite_scores,
     tree_progress,
     tree_setup,
 )
@@ -442,6 +447,14 @@ def suite_command(
     go: Annotated[
         bool, typer.Option("--run", help="run the unfinished runs, then write the comparisons")
     ] = False,
+    scoreboard: Annotated[
+        bool,
+        typer.Option(
+            "--scoreboard",
+            help=f"also write the scoreboard (full against the best one-call run, per slice) "
+            f"to <out>/{SCOREBOARD}; --run writes it too",
+        ),
+    ] = False,
     keep_journals: Annotated[
         bool,
         typer.Option(
@@ -520,6 +533,30 @@ def suite_command(
             str(metrics.get("f1", "")),
         )
     out.print(table)
+    scores = suite_scores(suite, [r.dataset for r in runs], out_dir)
+    if scores:
+        out.print(scoreboard_table(scores, suite))
+    if scores and (scoreboard or go):
+        path = out_dir / SCOREBOARD
+        path.write_text(scoreboard_markdown(scores, suite.targets, suite.name), encoding="utf-8")
+        out.print(f"wrote {path}", highlight=False)
+
+
+def scoreboard_table(scores: list[SliceScore], suite: Suite) -> Table:
+    """Slices as columns, so three slices fit a terminal of 80 columns (the markdown page has
+    a slice a row)."""
+    growing = [f"{s.slice}: {incomplete_runs(s)}" for s in scores if incomplete_runs(s)]
+    table = Table(
+        title=f"scoreboard of {scores[0].agent}",
+        caption="; ".join(growing) or None,
+    )
+    table.add_column("")
+    cells = [score_cells(score, suite.targets.get(score.slice)) for score in scores]
+    for column in cells:
+        table.add_column(column[0], justify="right")
+    for n, label in enumerate(SCOREBOARD_HEADER[1:], start=1):
+        table.add_row(label, *(column[n] for column in cells))
+    return table
 
 
 @eval_app.command("pipelines")

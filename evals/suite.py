@@ -27,12 +27,14 @@ from types import FrameType
 
 from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
+from evals.scoreboard import SliceScore, Targets, slice_score
 from tree.journal import BuildJournal
 from tree.store import JOURNAL_FILE
 
 COMPARE_ALL = "compare_all.md"
 COMPARE_COMMON = "compare_common.md"
 COMPARE_PLOT = "compare_common.png"
+SCOREBOARD = "scoreboard.md"
 TREE_JOURNAL = "tree-journal.jsonl"
 
 
@@ -65,6 +67,7 @@ class Suite:
     slices: Mapping[str, Slice]  # key: the slice's folder under ``out``
     stages: Mapping[str, Stage]  # in cost order
     env: Mapping[str, str] = field(default_factory=dict)  # added to every --run child's
+    targets: Mapping[str, Targets] = field(default_factory=dict)  # slice -> what is asked there
 
     @property
     def pipelines(self) -> list[str]:
@@ -113,6 +116,13 @@ CHAINS_SUITE = Suite(
         "tune": Stage(("bm25", "hybrid", "oracle", "full"), _TUNE),
     },
     env={"HOPTREE_LLM__CACHE": "false"},
+    # issue 33's bar: on each report slice, half the headroom and an interval above zero; hop
+    # recall where the dataset names its hops
+    targets={
+        "hotpotqa_b": Targets(),
+        "2wiki": Targets(hop_recall=85.0),
+        "musique": Targets(hop_recall=75.0),
+    },
 )
 SUITES = {suite.name: suite for suite in (DEFAULT_SUITE, CHAINS_SUITE)}
 
@@ -333,3 +343,22 @@ def compare_args(
 def metrics_of(run: SuiteRun, out: Path) -> dict[str, object] | None:
     path = run.out_dir(out) / METRICS_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def suite_scores(
+    suite: Suite, slices: Sequence[str], out: Path, agent: str = "full"
+) -> list[SliceScore]:
+    """The scoreboard lines (``evals.scoreboard``) of ``slices`` where ``agent`` and a one-call
+    run have questions in common. Every stage's runs of a slice take part, whichever stages the
+    command was asked for: a comparison of baselines without the agent scores nothing."""
+    every = suite_runs(list(suite.stages), None, suite)
+    scores = []
+    for key in dict.fromkeys(slices):
+        mine = [r for r in every if r.dataset == key]
+        if not mine:
+            continue
+        pipelines = list(dict.fromkeys(r.pipeline for r in mine))
+        score = slice_score(out, key, pipelines, max(r.limit for r in mine), agent)
+        if score is not None:
+            scores.append(score)
+    return scores
