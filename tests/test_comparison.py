@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent.checks.comparison import choices, direction, parse_date, pick_choice, resolve
+from agent.checks.comparison import (
+    asks_yes_no,
+    choices,
+    direction,
+    parse_date,
+    pick_choice,
+    resolve,
+)
 
 QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
 
@@ -117,8 +124,43 @@ def test_a_missing_or_forked_hop_leaves_the_comparison_to_the_reader() -> None:
         ),
         ("Who, Ada or Bob, was born first?", ["Ada", "Bob"]),
         ("Are Tinted Windows and Hanson both American bands?", []),
-        ("Is Hanson or Tinted Windows older?", []),
+        ("Is Hanson or Tinted Windows older?", ["Hanson", "Tinted Windows"]),
+        ("Was Pepper Keenan or Rob Parissi born first?", ["Pepper Keenan", "Rob Parissi"]),
+        (
+            "Does the band God Lives Underwater or the band The Dear Hunter come from a "
+            "larger state?",
+            ["God Lives Underwater", "The Dear Hunter"],
+        ),
+        (
+            "Is the Marsilea or the Brabejum the genus of more individual species of plants?",
+            ["Marsilea", "Brabejum"],
+        ),
+        ("Was Steve Sekely and Willian King Baggot known by multiple names or nicknames?", []),
         ("Did Hanson play in Tulsa, Oklahoma or Texas?", []),
+        (
+            "Between two scientists Ernst Messerschmid and Philippe Perrin, who is older?",
+            ["Ernst Messerschmid", "Philippe Perrin"],
+        ),
+        (
+            "In between Polytechnic University of the Philippines and California Polytechnic "
+            "State University which was founded as a vocational high school?",
+            [
+                "Polytechnic University of the Philippines",
+                "California Polytechnic State University",
+            ],
+        ),
+        (
+            "Among Kele Okereke and Jon Hume who made the band Evermore?",
+            ["Kele Okereke", "Jon Hume"],
+        ),
+        (
+            "Of the retired tennis players Ross Case and Slobodan Živojinović, which player "
+            "reached a higher rank?",
+            ["Ross Case", "Slobodan Živojinović"],
+        ),
+        ("Who was born first out of Heng Pov and Rajesh Bhola?", ["Heng Pov", "Rajesh Bhola"]),
+        ("What sport is played by both Justin Gimelstob and Angelique Kerber?", []),
+        ("Which city lies between Tulsa and Oklahoma City?", []),
         ("Who founded Candlelight Records?", []),
     ],
 )
@@ -142,3 +184,9 @@ def test_pick_choice_leaves_the_short_answer_when_unsure() -> None:
     assert pick_choice("yes", "Both are American.", "Are Hanson and Tinted Windows American?") == (
         "yes"
     )
+
+
+def test_a_question_offering_two_names_is_not_a_yes_no_question() -> None:
+    assert not asks_yes_no("Was Pepper Keenan or Rob Parissi born first?")
+    assert asks_yes_no("Are Tinted Windows and Hanson both American bands?")
+    assert asks_yes_no("Was Steve Sekely known by multiple names or nicknames?")
