@@ -1124,6 +1124,51 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     assert [s["id"] for s in result.sources][:2] == question_top
 
 
+async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> None:
+    """``question_hits_first``: an open plan (its second hop found nothing) reads the
+    question's own first hits ahead of its hop passages; by default its first hop's passage
+    leads."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 2)]
+    hop_top = index.retrieve("city where the Eiffel Tower stands", 1)[0].id
+    budgets = BudgetSettings(max_rounds=2)
+
+    async def sources(planner: PlannerSettings) -> list[str]:
+        agent = HoptreeAgent(
+            chat, {"keywords": KeywordSearcher(index)}, planner=planner, budgets=budgets,
+            llm_timeout_s=5,
+        )  # fmt: skip
+        result = await agent.ask(QUESTION)
+        assert not result.sub_queries[1].answered  # the plan stayed open
+        return [s["id"] for s in result.sources]
+
+    assert (await sources(PlannerSettings()))[0] == hop_top
+    led = await sources(PlannerSettings(question_hits_first=2))
+    assert led[:2] == question_top and hop_top in led and len(led) <= 5
+
+
+async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:
+    """A resolved plan reads its findings' passages; with ``question_hits_first`` the
+    question's own first hits follow them, within ``answer_sources``."""
+    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
+
+    async def sources(planner: PlannerSettings) -> list[str]:
+        agent = HoptreeAgent(
+            two_hop_chat(), {"keywords": KeywordSearcher(index)}, planner=planner,
+            budgets=BudgetSettings(), llm_timeout_s=5,
+        )  # fmt: skip
+        result = await agent.ask(QUESTION)
+        assert all(q.answered for q in result.sub_queries)  # resolved: Paris, then the Seine
+        return [s["id"] for s in result.sources]
+
+    narrow = await sources(PlannerSettings())
+    wide = await sources(PlannerSettings(question_hits_first=3, answer_sources=4))
+    assert wide[: len(narrow)] == narrow  # the findings' passages still lead
+    expected = list(dict.fromkeys([*narrow, *question_top]))[:4]
+    assert wide == expected and len(wide) > len(narrow)
+
+
 class ReportingSearcher(KeywordSearcher):
     """A plugin written before run scopes: ``search(query, *, k)``, no scope to charge, its
     model called its own way and the calls reported in its result."""

@@ -99,7 +99,7 @@ def _question_hits(state: PlannerState, k: int) -> list[Hit]:
 
 
 def _answer_sources(
-    state: PlannerState, limit: int, *, narrow: bool, k: int
+    state: PlannerState, limit: int, *, narrow: bool, k: int, question_first: int = 0
 ) -> list[dict[str, Any]]:
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
@@ -111,22 +111,28 @@ def _answer_sources(
     retrieval first, one-call RAG as the fallback). Measured on MuSiQue tuning questions 1-22
     by rereading the recorded runs with one-call RAG's reader: hop order 38.5 F1, the
     findings' own passages and the question's hits first (what the planner read) 32.1, BM25
-    top-5 36.2."""
+    top-5 36.2.
+
+    ``question_first`` (``PlannerSettings.question_hits_first``) adds the question's own first
+    hits: after a resolved plan's findings' passages (up to ``limit``), ahead of an open plan's
+    hop passages."""
     passages = dict(state.get("passages", {}))
     ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
     findings = supported_findings(state)
-    if narrow and findings:
-        first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
-        limit = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
-        ids = select_evidence(state["question"], findings, ranked, passages, limit)
-        return [passages[pid] for pid in ids]
     question_hits = _question_hits(state, k)
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
+    asked = [h.id for h in question_hits[:question_first]]
+    if narrow and findings:
+        first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
+        narrowed = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
+        ids = select_evidence(state["question"], findings, ranked, passages, narrowed)
+        ids = list(dict.fromkeys([*ids, *asked]))[:limit]
+        return [passages[pid] for pid in ids]
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
     chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
     hops = chain if findings else []
-    lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
+    lead = list(dict.fromkeys([*asked, *hops, *(h.id for h in question_hits)]))[:limit]
     rest = select_evidence(state["question"], findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
@@ -231,6 +237,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         cfg.answer_sources,
         narrow=plan_resolved and cfg.narrow_resolved and _whole(state),
         k=cfg.k,
+        question_first=cfg.question_hits_first if cfg.question_search else 0,
     )
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
