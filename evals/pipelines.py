@@ -398,6 +398,23 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
     return contexts, titles
 
 
+# what each planner pipeline sets itself; the rest of PlannerSettings comes from the settings
+PIPELINE_PLANNER_FIELDS = frozenset({"searchers", "decompose", "summarize", "supplement"})
+
+
+def planner_overrides(settings: Settings) -> dict[str, Any]:
+    """The planner and budget settings that differ from their defaults ("planner.answer_sources":
+    8), which a planner run records in ``run.json``: rows made with other settings are another
+    measurement, and resuming a run must not mix them."""
+    changed: dict[str, Any] = {}
+    for name, current in (("planner", settings.planner), ("budgets", settings.budgets)):
+        default = type(current)().model_dump()
+        for key, value in current.model_dump().items():
+            if key not in PIPELINE_PLANNER_FIELDS and value != default[key]:
+                changed[f"{name}.{key}"] = value
+    return changed
+
+
 def planner_settings(
     ctx: EvalContext, searchers: Sequence[str], **switches: bool
 ) -> PlannerSettings:

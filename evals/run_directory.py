@@ -25,7 +25,10 @@ SETTINGS: tuple[str, ...] = ("open", "distractor")
 RUN_FILE = "run.json"
 MAX_CONCURRENCY = 64
 # What a run directory measures; a rerun must agree on all of these.
-IDENTITY_KEYS = ("dataset_sha256", "setting", "pipeline", "k", "passage_chars", "model")
+# ``planner``: the non-default planner and budget settings of a planner run (absent when none)
+IDENTITY_KEYS = (
+    "dataset_sha256", "setting", "pipeline", "k", "passage_chars", "model", "planner"
+)  # fmt: skip
 
 
 REPOSITORY = Path(__file__).resolve().parents[1]

@@ -61,6 +61,7 @@ from evals.metrics import (
     retrieval_success,
     unmatched_queries,
 )
+from evals.paired import pipeline_role
 from evals.pipelines import (
     EvalContext,
     PipelineError,
@@ -68,6 +69,7 @@ from evals.pipelines import (
     PipelineSpec,
     SpentError,
     get_pipeline,
+    planner_overrides,
     usage_output,
 )
 from evals.provenance import code_version
@@ -301,6 +303,9 @@ async def run_eval(
         "passage_chars": ctx.chars,
         "model": ctx.model_label,
     }
+    overrides = planner_overrides(ctx.settings) if pipeline_role(spec.name) == "agent" else {}
+    if overrides:
+        identity["planner"] = overrides
     run_dir = RunDirectory(config.out)
     run_dir.claim(identity)
     finished = run_dir.finished()

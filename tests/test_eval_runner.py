@@ -383,6 +383,34 @@ async def test_a_directory_of_another_run_is_refused(
 # --------------------------------------------------------------------------- settings and pipelines
 
 
+async def test_a_planner_run_records_its_non_default_settings_and_keeps_them(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """Rows made with other planner settings are another measurement: ``run.json`` names the
+    settings that differ from the defaults, and a resume with other ones is refused. One-call
+    runs do not read the planner's settings and record none."""
+    wider = eval_settings.model_copy(
+        update={"planner": eval_settings.planner.model_copy(update={"question_hits_first": 2})}
+    )
+    out = tmp_path / "full"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
+        context(wider, scripted_chat(), embeddings),
+    )
+    recorded = json.loads((out / "run.json").read_text())
+    assert recorded["planner"] == {"planner.question_hits_first": 2}
+    with pytest.raises(EvalRunError, match=r"planner: \{'planner.question_hits_first': 2\} there"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "bm25", limit=1),
+        context(wider, scripted_chat(), embeddings),
+    )
+    assert "planner" not in json.loads((tmp_path / "bm25" / "run.json").read_text())
+
+
 async def test_distractor_setting_retrieves_among_the_questions_own_paragraphs(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
