@@ -51,7 +51,7 @@ from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics
 from evals.run_directory import EvalRunError, RunConfig
 from evals.runner import check_config, run_eval
 from evals.scoreboard import HEADER as SCOREBOARD_HEADER
-from evals.scoreboard import SliceScore, incomplete_runs, score_cells, scoreboard_markdown
+from evals.scoreboard import SliceScore, growing_runs, score_cells, scoreboard_markdown
 from evals.suite import (
     DEFAULT_SUITE,
     SCOREBOARD,
@@ -545,10 +545,9 @@ def suite_command(
 def scoreboard_table(scores: list[SliceScore], suite: Suite) -> Table:
     """Slices as columns, so three slices fit a terminal of 80 columns (the markdown page has
     a slice a row)."""
-    growing = [f"{s.slice}: {incomplete_runs(s)}" for s in scores if incomplete_runs(s)]
     table = Table(
         title=f"scoreboard of {scores[0].agent}",
-        caption="; ".join(growing) or None,
+        caption="; ".join(growing_runs(scores)) or None,
     )
     table.add_column("")
     cells = [score_cells(score, suite.targets.get(score.slice)) for score in scores]

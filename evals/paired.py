@@ -324,7 +324,9 @@ def format_wlt(diff: PairedDiff) -> str:
     return f"{diff.wins}/{diff.losses}/{diff.ties}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, text: int = 1) -> list[str]:
+def markdown_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, text: int = 1
+) -> list[str]:
     """A markdown table: the first ``text`` columns (names) left-aligned, numbers right."""
     rule = "|" + "---|" * text + "---:|" * (len(header) - text)
     return ["| " + " | ".join(header) + " |", rule, *["| " + " | ".join(r) + " |" for r in rows]]
@@ -370,7 +372,7 @@ def _gains_section(c: PairedComparison) -> list[str]:
         "lower, equal. An interval that excludes 0 is a difference this sample supports; "
         "the intervals are not corrected for comparing several runs at once.",
         "",
-        *_table(header, rows, text=2),
+        *markdown_table(header, rows, text=2),
     ]
 
 
@@ -427,7 +429,7 @@ def _headroom_section(c: PairedComparison) -> list[str]:
             else:
                 cells += [format_gain(c.vs_floor[label]), format_wlt(c.vs_floor[label])]
         rows.append(cells)
-    return [*lines, " ".join(said), "", *_table(header, rows, text=2)]
+    return [*lines, " ".join(said), "", *markdown_table(header, rows, text=2)]
 
 
 def _percent_or_na(value: float | None) -> str:
@@ -446,7 +448,7 @@ def _type_section(c: PairedComparison) -> list[str]:
     lines += [
         "Mean F1 per question type on the shared questions.",
         "",
-        *_table(["type", "n", *labels], rows),
+        *markdown_table(["type", "n", *labels], rows),
     ]
     if c.type_gains:
         best = c.best_one_call
@@ -478,7 +480,7 @@ def _type_section(c: PairedComparison) -> list[str]:
             f"Paired F1 gain of each agent run over `{best}` per type: points [95% CI] W/L. "
             "A type with few questions has a wide interval; read it as such.",
             "",
-            *_table(["type", "n", *agents], gain_rows),
+            *markdown_table(["type", "n", *agents], gain_rows),
         ]
     return lines
 

@@ -24,6 +24,7 @@ from evals.paired import (
     analyse,
     format_gain,
     format_wlt,
+    markdown_table,
     mean_defined,
 )
 from evals.report import details_or_none
@@ -160,10 +161,14 @@ HEADER = [
 ]
 
 
-def incomplete_runs(score: SliceScore) -> str:
-    """ "full 9, hybrid 40 of 100 finished", or "" when every run is whole."""
-    short = [f"{p} {n}" for p, n in score.finished.items() if n < score.limit]
-    return f"{', '.join(short)} of {score.limit} finished" if short else ""
+def growing_runs(scores: Sequence[SliceScore]) -> list[str]:
+    """ "2wiki: full 9, hybrid 40 of 163 finished" for each slice with a run not yet whole."""
+    growing = []
+    for score in scores:
+        short = [f"{p} {n}" for p, n in score.finished.items() if n < score.limit]
+        if short:
+            growing.append(f"{score.slice}: {', '.join(short)} of {score.limit} finished")
+    return growing
 
 
 def scoreboard_markdown(
@@ -184,13 +189,9 @@ def scoreboard_markdown(
         "resamples, seed 0); headroom captured = (agent - best one-call) / (oracle - best "
         "one-call) on mean F1.",
         "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADER))) + "|",
+        *markdown_table(HEADER, [score_cells(s, targets.get(s.slice)) for s in scores]),
     ]
-    for score in scores:
-        cells = score_cells(score, targets.get(score.slice))
-        lines.append("| " + " | ".join(cells) + " |")
-    growing = [f"{s.slice}: {incomplete_runs(s)}" for s in scores if incomplete_runs(s)]
+    growing = growing_runs(scores)
     lines += [
         "",
         "Columns: questions paired (every run of the slice finished them) of the slice; mean F1 "

@@ -29,6 +29,10 @@ _QUESTION_WORDS = frozenset("which who whom whose what where when how why".split
 _MAX_CHOICE_WORDS = 8
 
 
+def _capitalised(word: str) -> bool:
+    return word[:1].isupper() or word[:1].isdigit()
+
+
 def _capitalised_tail(text: str) -> str:
     """The run of capitalised words (with name connectors) that ends ``text``: the first
     alternative of a question written without a comma ("...started first Arthur's Magazine")."""
@@ -37,7 +41,7 @@ def _capitalised_tail(text: str) -> str:
     while start > 0:
         word = words[start - 1]
         inside = start < len(words) and fold(word) in NAME_CONNECTORS
-        if not (word[0].isupper() or word[0].isdigit() or inside):
+        if not (_capitalised(word) or inside):
             break
         start -= 1
     while start < len(words) and fold(words[start]) in NAME_CONNECTORS:
@@ -56,10 +60,6 @@ def asks_yes_no(question: str) -> bool:
     """Does the question open like a yes/no question ("Are ...", "Did ...") and offer no
     alternatives ("Was A or B born first?" asks for A or B)?"""
     return _opens_yes_no(question) and not choices(question)
-
-
-def _capitalised(word: str) -> bool:
-    return word[:1].isupper() or word[:1].isdigit()
 
 
 def _capitalised_head(text: str, skip: int = 2) -> str:
@@ -134,8 +134,7 @@ def choices(question: str) -> list[str]:
     Hanson formed first?" and "Between Tinted Windows and Hanson, which was formed first?".
     Yes/no questions ("Are X and Y both ...?") and questions without such a pattern give []."""
     text = " ".join(question.split())
-    words = text.split()
-    if not words:
+    if not text:
         return []
     if _opens_yes_no(text):
         return _yes_no_choices(text)
