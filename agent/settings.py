@@ -299,6 +299,18 @@ class PlannerSettings(BaseModel):
         "reads them, after its hop passages)",
     )
 
+    # Measured on HotpotQA tuning questions 1-30: with the same five passages as one-call RAG
+    # (question_hits_first=5) an open plan's reader still lost 8 questions to one-call RAG and
+    # won 3; in the losses the gold paragraphs were shown and the reader took a wrong finding
+    # from the notes ("compilation album", "Joel Guzmán") or the open step's wording. "one_call"
+    # answers an open plan the way one-call RAG does: the question's own hits, no notes, no open
+    # step, no chain rules (a comparison over supported findings still applies).
+    open_plan_answer: Literal["chain", "one_call"] = Field(
+        "chain",
+        description="how a plan that did not resolve is answered: chain = its hop passages and "
+        "notes; one_call = the question's own hits alone, as one-call RAG reads them",
+    )
+
     @field_validator("searchers", mode="before")
     @classmethod
     def _searchers_list(cls, value: Any) -> Any:

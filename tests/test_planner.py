@@ -1148,6 +1148,38 @@ async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> 
     assert led[:2] == question_top and hop_top in led and len(led) <= 5
 
 
+async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
+    """``open_plan_answer="one_call"``: a plan that did not resolve answers from the
+    question's own hits alone, with no notes and no open step in the prompt; by default it
+    reads its hop passages with its findings as notes."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
+
+    async def run(planner: PlannerSettings) -> tuple[list[str], str, dict]:
+        chat.seen.clear()
+        agent = HoptreeAgent(
+            chat, {"keywords": KeywordSearcher(index)}, planner=planner,
+            budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
+        )  # fmt: skip
+        result = await agent.ask(QUESTION)
+        assert not result.sub_queries[1].answered  # the plan stayed open
+        [prompt] = [text for route, text in chat.seen if route == "answer"]
+        return [s["id"] for s in result.sources], prompt, result.citation_check
+
+    chained, prompt, check = await run(PlannerSettings())
+    assert ": Paris" in prompt.split("Passages:")[0] and chained != question_top
+    assert "answered_as" not in check
+    ids, prompt, check = await run(PlannerSettings(open_plan_answer="one_call", answer_sources=3))
+    assert ids == question_top
+    assert (
+        "Notes:\n(none)" in prompt
+        and "Still open" not in prompt
+        and "Paris" not in prompt.split("Passages:")[0]
+    )
+    assert check["answered_as"] == "one_call" and not check["plan_resolved"]
+
+
 async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:
     """A resolved plan reads its findings' passages; with ``question_hits_first`` the
     question's own first hits follow them, within ``answer_sources``."""

@@ -30,6 +30,7 @@ from agent.planner.state import (
 )
 from agent.planner.trace import emit
 from agent.results import Citation, shown_source
+from agent.settings import PlannerSettings
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
 from searchers.searcher import SearchResult
@@ -138,6 +139,16 @@ def _answer_sources(
     return [passages[pid] for pid in ids]
 
 
+def _one_call_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str, Any]] | None:
+    """An open plan's passages under ``open_plan_answer="one_call"``: the question's own first
+    hits, one-call RAG's context. None when that setting is off or the question was not
+    searched as written (the plan's own passages are all there is)."""
+    if cfg.open_plan_answer != "one_call" or not cfg.question_search:
+        return None
+    hits = _question_hits(state, cfg.k)[: cfg.answer_sources]
+    return [hit.to_json() for hit in hits] or None
+
+
 def _hops(state: PlannerState) -> list[Hop]:
     """Every searched query as a link of its chain (``agent.checks.chains``)."""
     summaries = state.get("summaries", {})
@@ -232,13 +243,17 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     cfg = run.planner
     started = time.monotonic()
     plan_resolved = cfg.summarize and resolved(state)
-    sources = _answer_sources(
+    fallback = _one_call_sources(state, cfg) if cfg.summarize and not plan_resolved else None
+    sources = fallback or _answer_sources(
         state,
         cfg.answer_sources,
         narrow=plan_resolved and cfg.narrow_resolved and _whole(state),
         k=cfg.k,
         question_first=cfg.question_hits_first if cfg.question_search else 0,
     )
+    # an open plan answered as one-call RAG reads no notes and follows no chain: its findings
+    # are the ones that did not add up to an answer
+    planned = cfg.summarize and not fallback
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
@@ -249,7 +264,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     findings = supported_findings(state)
-    step = open_step(state) if cfg.summarize else None
+    step = open_step(state) if planned else None
     # The answer is the point of the run: it has one call of its own, beyond what the rounds
     # could spend (their scope stops one short of max_llm_calls; ``PlannerRun.answer_scope``).
     reply = await ask(
@@ -258,7 +273,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         prompts.render(
             "answer",
             question=state["question"],
-            notes=_notes(findings) if cfg.summarize else "(none)",
+            notes=_notes(findings) if planned else "(none)",
             open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
         ),
@@ -285,9 +300,9 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         raw_long,
         texts,
         state["question"],
-        _hops(state),
+        _hops(state) if planned else [],
         findings,
-        follow_chain=cfg.summarize and cfg.chain_answer,
+        follow_chain=planned and cfg.chain_answer,
     )
     short, grounded = settled.text, settled.grounded
     check = check_citations(raw_long, texts, state["question"])
@@ -303,6 +318,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "short_answer_grounded": grounded,
         "plan_resolved": plan_resolved,
     }
+    if fallback:
+        report["answered_as"] = "one_call"
     if settled.chain_end is not None:
         report["chain_end"] = settled.chain_end
     if settled.comparison is not None:
