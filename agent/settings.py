@@ -304,11 +304,13 @@ class PlannerSettings(BaseModel):
     # won 3; in the losses the gold paragraphs were shown and the reader took a wrong finding
     # from the notes ("compilation album", "Joel Guzmán") or the open step's wording. "one_call"
     # answers an open plan the way one-call RAG does: the question's own hits, no notes, no open
-    # step, no chain rules (a comparison over supported findings still applies).
-    open_plan_answer: Literal["chain", "one_call"] = Field(
+    # step, no chain rules (a comparison over supported findings still applies); "hops" keeps an
+    # open plan's hop passages and drops the notes likewise.
+    open_plan_answer: Literal["chain", "hops", "one_call"] = Field(
         "chain",
         description="how a plan that did not resolve is answered: chain = its hop passages and "
-        "notes; one_call = the question's own hits alone, as one-call RAG reads them",
+        "notes; hops = its hop passages, no notes; one_call = the question's own hits alone, "
+        "no notes, as one-call RAG reads them",
     )
 
     @field_validator("searchers", mode="before")

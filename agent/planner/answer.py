@@ -243,7 +243,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     cfg = run.planner
     started = time.monotonic()
     plan_resolved = cfg.summarize and resolved(state)
-    fallback = _one_call_sources(state, cfg) if cfg.summarize and not plan_resolved else None
+    open_plan = cfg.summarize and not plan_resolved
+    fallback = _one_call_sources(state, cfg) if open_plan else None
     sources = fallback or _answer_sources(
         state,
         cfg.answer_sources,
@@ -251,9 +252,10 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         k=cfg.k,
         question_first=cfg.question_hits_first if cfg.question_search else 0,
     )
-    # an open plan answered as one-call RAG reads no notes and follows no chain: its findings
-    # are the ones that did not add up to an answer
-    planned = cfg.summarize and not fallback
+    # an open plan answered as one-call RAG (or from its hops alone) reads no notes and follows
+    # no chain: its findings are the ones that did not add up to an answer
+    unplanned = open_plan and (bool(fallback) or cfg.open_plan_answer == "hops")
+    planned = cfg.summarize and not unplanned
     focus = _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
@@ -318,8 +320,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "short_answer_grounded": grounded,
         "plan_resolved": plan_resolved,
     }
-    if fallback:
-        report["answered_as"] = "one_call"
+    if unplanned:
+        report["answered_as"] = "one_call" if fallback else "hops"
     if settled.chain_end is not None:
         report["chain_end"] = settled.chain_end
     if settled.comparison is not None:
