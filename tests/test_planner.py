@@ -82,11 +82,15 @@ def user_text(messages: list[BaseMessage]) -> str:
     return str(messages[-1].content)
 
 
-def agent_with(chat, searchers, **budgets) -> HoptreeAgent:
+# the answer step an open plan had before ``open_plan_answer="one_call"`` became the default
+CHAIN = PlannerSettings(open_plan_answer="chain")
+
+
+def agent_with(chat, searchers, planner: PlannerSettings | None = None, **budgets) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
-        planner=PlannerSettings(),
+        planner=planner or PlannerSettings(),
         budgets=BudgetSettings(**budgets),
         llm_timeout_s=5,
     )
@@ -948,15 +952,16 @@ async def test_an_open_plan_reads_everything_found(index) -> None:
 
 
 async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
-    """An open plan with a supported finding reads its chain the way the oracle does: the
-    first passages of each searched query in plan order, then the question's own retrieval."""
+    """With ``open_plan_answer="chain"`` an open plan with a supported finding reads its chain
+    the way the oracle does: the first passages of each searched query in plan order, then the
+    question's own retrieval."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
 
     def summarize(messages: list[BaseMessage]) -> str:
         return finding(user_text(messages), Eiffel=("Paris", "Paris"))
 
     chat.routes["summarize"] = summarize
-    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
     hops = [sub.passage_ids[:2] for sub in result.sub_queries]
     expected = list(dict.fromkeys(pid for ids in hops for pid in ids))
     assert len(expected) >= 3  # both hops searched and found passages
@@ -964,15 +969,16 @@ async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
 
 
 async def test_the_reader_is_told_which_step_of_an_open_chain_is_still_open(index) -> None:
-    """The first hop found Paris, the last hop found nothing: the answer prompt names the last
-    hop, with Paris filled in, as the step the short answer must answer (not the bridge)."""
+    """The first hop found Paris, the last hop found nothing: with ``open_plan_answer="chain"``
+    the answer prompt names the last hop, with Paris filled in, as the step the short answer
+    must answer (not the bridge)."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
 
     def summarize(messages: list[BaseMessage]) -> str:
         return finding(user_text(messages), Eiffel=("Paris", "Paris"))
 
     chat.routes["summarize"] = summarize
-    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
     (prompt,) = [text for route, text in chat.seen if route == "answer"]
     assert (
         'Still open: the notes answer every step but the last, "river that flows through '
@@ -1125,9 +1131,9 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
 
 
 async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> None:
-    """``question_hits_first``: an open plan (its second hop found nothing) reads the
-    question's own first hits ahead of its hop passages; by default its first hop's passage
-    leads."""
+    """``question_hits_first``: an open plan answered along its chain (its second hop found
+    nothing) reads the question's own first hits ahead of its hop passages; without it its
+    first hop's passage leads."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
     chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
     question_top = [h.id for h in index.retrieve(QUESTION, 2)]
@@ -1143,15 +1149,16 @@ async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> 
         assert not result.sub_queries[1].answered  # the plan stayed open
         return [s["id"] for s in result.sources]
 
-    assert (await sources(PlannerSettings()))[0] == hop_top
-    led = await sources(PlannerSettings(question_hits_first=2))
+    assert (await sources(CHAIN))[0] == hop_top
+    led = await sources(PlannerSettings(open_plan_answer="chain", question_hits_first=2))
     assert led[:2] == question_top and hop_top in led and len(led) <= 5
 
 
 async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
-    """``open_plan_answer="one_call"``: a plan that did not resolve answers from the
-    question's own hits alone, with no notes and no open step in the prompt; by default it
-    reads its hop passages with its findings as notes."""
+    """``open_plan_answer="one_call"`` (the default): a plan that did not resolve answers from
+    the question's own hits alone, with no notes and no open step in the prompt; with "chain"
+    it reads its hop passages with its findings as notes, with "hops" the same passages and no
+    notes."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
     chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
     question_top = [h.id for h in index.retrieve(QUESTION, 3)]
@@ -1167,10 +1174,12 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
         [prompt] = [text for route, text in chat.seen if route == "answer"]
         return [s["id"] for s in result.sources], prompt, result.citation_check
 
-    chained, prompt, check = await run(PlannerSettings())
+    chained, prompt, check = await run(CHAIN)
     assert ": Paris" in prompt.split("Passages:")[0] and chained != question_top
     assert "answered_as" not in check
-    ids, prompt, check = await run(PlannerSettings(open_plan_answer="one_call", answer_sources=3))
+    hops, prompt, check = await run(PlannerSettings(open_plan_answer="hops"))
+    assert hops == chained and "Notes:\n(none)" in prompt and check["answered_as"] == "hops"
+    ids, prompt, check = await run(PlannerSettings(answer_sources=3))
     assert ids == question_top
     assert (
         "Notes:\n(none)" in prompt

@@ -1,5 +1,6 @@
 """The ``answer`` node: one reserved call reads raw passages chosen from everything found,
-with the findings as notes. The short answer is then grounded in a passage, moved along a
+with the findings as notes (a plan that did not resolve reads one-call RAG's passages, no
+notes). The short answer is then grounded in a passage, moved along a
 planned chain past a bridge entity, or computed for an "A or B?" comparison
 (``agent.checks.short_answer``), every cited sentence is checked against its passages, and each
 cited passage becomes a ``Citation``; none of that costs a call."""
@@ -105,14 +106,15 @@ def _answer_sources(
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
-    it). An open plan reads its chain the way the oracle does, hop by hop: the first
-    ``HOP_PASSAGES`` passages of each searched query in plan order, then the question's
-    as-written retrieval (one-call RAG's passages), then whatever else was found, ranked by the
-    question's and the findings' names (a plan with no supported finding reads the question's
-    retrieval first, one-call RAG as the fallback). Measured on MuSiQue tuning questions 1-22
-    by rereading the recorded runs with one-call RAG's reader: hop order 38.5 F1, the
-    findings' own passages and the question's hits first (what the planner read) 32.1, BM25
-    top-5 36.2.
+    it). An open plan answered along its chain (``open_plan_answer="chain"``; the default
+    reads the question's own hits instead, ``_one_call_sources``) reads it the way the oracle
+    does, hop by hop: the first ``HOP_PASSAGES`` passages of each searched query in plan
+    order, then the question's as-written retrieval (one-call RAG's passages), then whatever
+    else was found, ranked by the question's and the findings' names (a plan with no supported
+    finding reads the question's retrieval first, one-call RAG as the fallback). Measured on
+    MuSiQue tuning questions 1-22 by rereading the recorded runs with one-call RAG's reader:
+    hop order 38.5 F1, the findings' own passages and the question's hits first (what the
+    planner read) 32.1, BM25 top-5 36.2.
 
     ``question_first`` (``PlannerSettings.question_hits_first``) adds the question's own first
     hits: after a resolved plan's findings' passages (up to ``limit``), ahead of an open plan's
