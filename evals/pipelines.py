@@ -415,6 +415,19 @@ def planner_overrides(settings: Settings) -> dict[str, Any]:
     return changed
 
 
+def planner_values(settings: Settings) -> dict[str, Any]:
+    """Every planner and budget setting a planner run answers with ("planner.answer_sources":
+    5, ...), defaults included, which ``run.json`` also records: a default changed in the code
+    (``open_plan_answer`` became "one_call") makes rows of another answer step that
+    ``planner_overrides`` alone cannot tell apart."""
+    return {
+        f"{name}.{key}": value
+        for name, current in (("planner", settings.planner), ("budgets", settings.budgets))
+        for key, value in current.model_dump(mode="json").items()
+        if key not in PIPELINE_PLANNER_FIELDS
+    }
+
+
 def planner_settings(
     ctx: EvalContext, searchers: Sequence[str], **switches: bool
 ) -> PlannerSettings:

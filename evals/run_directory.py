@@ -29,6 +29,10 @@ MAX_CONCURRENCY = 64
 IDENTITY_KEYS = (
     "dataset_sha256", "setting", "pipeline", "k", "passage_chars", "model", "planner"
 )  # fmt: skip
+# Keys a run records since a later version: compared when the recorded run has them, so a run
+# made before them still resumes. ``planner_settings``: every planner and budget value of a
+# planner run, defaults included (a changed default is another measurement too).
+LATER_KEYS = ("planner_settings",)
 
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -45,6 +49,16 @@ def dataset_label(dataset: Path) -> str:
             if path.is_relative_to(base):
                 return prefix + path.relative_to(base).as_posix()
     return dataset.resolve().name
+
+
+def _difference(key: str, there: Any, now: Any) -> str:
+    """One disagreeing identity key, said briefly: a settings map names only the entries that
+    differ."""
+    if isinstance(there, dict) and isinstance(now, dict):
+        changed = sorted(k for k in {*there, *now} if there.get(k) != now.get(k))
+        there = {k: there.get(k) for k in changed}
+        now = {k: now.get(k) for k in changed}
+    return f"{key}: {there!r} there, {now!r} now"
 
 
 class EvalRunError(ValueError):
@@ -106,10 +120,11 @@ class RunDirectory:
                 recorded = json.loads(self.run_path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 raise EvalRunError(f"{self.run_path}: unreadable ({exc})") from exc
-            differs = [k for k in keys if recorded.get(k) != identity.get(k)]
+            later = [k for k in LATER_KEYS if k in recorded and k in identity]
+            differs = [k for k in (*keys, *later) if recorded.get(k) != identity.get(k)]
             if differs:
                 details = "; ".join(
-                    f"{k}: {recorded.get(k)!r} there, {identity.get(k)!r} now" for k in differs
+                    _difference(k, recorded.get(k), identity.get(k)) for k in differs
                 )
                 raise EvalRunError(
                     f"{self.path} holds another run ({details}); resume it with the same "

@@ -70,6 +70,7 @@ from evals.pipelines import (
     SpentError,
     get_pipeline,
     planner_overrides,
+    planner_values,
     usage_output,
 )
 from evals.provenance import code_version
@@ -303,9 +304,11 @@ async def run_eval(
         "passage_chars": ctx.chars,
         "model": ctx.model_label,
     }
-    overrides = planner_overrides(ctx.settings) if pipeline_role(spec.name) == "agent" else {}
-    if overrides:
-        identity["planner"] = overrides
+    if pipeline_role(spec.name) == "agent":
+        overrides = planner_overrides(ctx.settings)
+        if overrides:
+            identity["planner"] = overrides
+        identity["planner_settings"] = planner_values(ctx.settings)
     run_dir = RunDirectory(config.out)
     run_dir.claim(identity)
     finished = run_dir.finished()

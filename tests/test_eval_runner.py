@@ -411,6 +411,38 @@ async def test_a_planner_run_records_its_non_default_settings_and_keeps_them(
     assert "planner" not in json.loads((tmp_path / "bm25" / "run.json").read_text())
 
 
+async def test_a_planner_run_made_under_another_default_is_not_resumed(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """``run.json`` records every planner value, defaults included: rows made when a default
+    was another ("open_plan_answer": "chain") are another measurement, so the run is not
+    resumed under today's default; a run recorded before this key resumes as it did."""
+    out = tmp_path / "full"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    run_file = out / "run.json"
+    recorded = json.loads(run_file.read_text())
+    assert recorded["planner_settings"]["planner.open_plan_answer"] == "one_call"
+    assert recorded["planner_settings"]["budgets.max_rounds"] == eval_settings.budgets.max_rounds
+    assert "planner" not in recorded  # nothing differs from the defaults
+    recorded["planner_settings"]["planner.open_plan_answer"] = "chain"  # as an older default
+    run_file.write_text(json.dumps(recorded))
+    with pytest.raises(EvalRunError, match=r"\{'planner.open_plan_answer': 'chain'\} there"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+    del recorded["planner_settings"]  # a run recorded before the key
+    run_file.write_text(json.dumps(recorded))
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    assert metrics["n"] == 2
+
+
 async def test_distractor_setting_retrieves_among_the_questions_own_paragraphs(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
