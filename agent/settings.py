@@ -77,6 +77,12 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(DEFAULT_LLM_TIMEOUT_S, gt=0, description="per request")
     max_retries: int = Field(2, ge=0, le=10)
     cache: bool = Field(True, description="SQLite cache of every call")
+    # An experiment keeps its own cache: a run filling an empty file costs what an uncached run
+    # costs, and arms that change only the answer step then replay every earlier call from it
+    # (evals/results/README.md, "one plan, several answer steps").
+    cache_file: Path | None = Field(
+        None, description="where the cache lives; None = <data_dir>/llm_cache.sqlite"
+    )
     # The embedded model (used only when base_url is empty).
     local_model: LocalModelName = "qwen2.5-coder-1.5b"
     gguf_path: Path | None = Field(None, description="use this GGUF instead of the bundled one")
@@ -474,7 +480,7 @@ class Settings(BaseSettings):
 
     @property
     def llm_cache_path(self) -> Path:
-        return self.data_dir / "llm_cache.sqlite"
+        return self.llm.cache_file or self.data_dir / "llm_cache.sqlite"
 
     @property
     def default_index_dir(self) -> Path:

@@ -22,6 +22,14 @@ def test_defaults_work_without_any_configuration(settings: Settings, tmp_path: P
     assert settings.default_index_dir == tmp_path / "data" / "index"
 
 
+def test_an_experiment_can_keep_its_own_llm_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HOPTREE_LLM__CACHE_FILE", str(tmp_path / "arm-a.sqlite"))
+    assert Settings().llm_cache_path == tmp_path / "arm-a.sqlite"
+
+
 def test_file_overrides_default(settings: Settings, tmp_path: Path) -> None:
     cfg = write_toml(
         tmp_path / "custom.toml",
