@@ -41,7 +41,7 @@ from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
 from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
-from agent.settings import PlannerSettings, Settings
+from agent.settings import BudgetSettings, PlannerSettings, Settings
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever
@@ -402,17 +402,13 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
 PIPELINE_PLANNER_FIELDS = frozenset({"searchers", "decompose", "summarize", "supplement"})
 
 
-def planner_overrides(settings: Settings) -> dict[str, Any]:
-    """The planner and budget settings that differ from their defaults ("planner.answer_sources":
-    8), which a planner run records in ``run.json``: rows made with other settings are another
-    measurement, and resuming a run must not mix them."""
-    changed: dict[str, Any] = {}
-    for name, current in (("planner", settings.planner), ("budgets", settings.budgets)):
-        default = type(current)().model_dump()
-        for key, value in current.model_dump().items():
-            if key not in PIPELINE_PLANNER_FIELDS and value != default[key]:
-                changed[f"{name}.{key}"] = value
-    return changed
+def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
+    return {
+        f"{name}.{key}": value
+        for name, current in (("planner", planner), ("budgets", budgets))
+        for key, value in current.model_dump(mode="json").items()
+        if key not in PIPELINE_PLANNER_FIELDS
+    }
 
 
 def planner_values(settings: Settings) -> dict[str, Any]:
@@ -420,12 +416,15 @@ def planner_values(settings: Settings) -> dict[str, Any]:
     5, ...), defaults included, which ``run.json`` also records: a default changed in the code
     (``open_plan_answer`` became "one_call") makes rows of another answer step that
     ``planner_overrides`` alone cannot tell apart."""
-    return {
-        f"{name}.{key}": value
-        for name, current in (("planner", settings.planner), ("budgets", settings.budgets))
-        for key, value in current.model_dump(mode="json").items()
-        if key not in PIPELINE_PLANNER_FIELDS
-    }
+    return _planner_values(settings.planner, settings.budgets)
+
+
+def planner_overrides(settings: Settings) -> dict[str, Any]:
+    """The planner and budget settings that differ from their defaults ("planner.answer_sources":
+    8), which a planner run records in ``run.json``: rows made with other settings are another
+    measurement, and resuming a run must not mix them."""
+    default = _planner_values(type(settings.planner)(), type(settings.budgets)())
+    return {k: v for k, v in planner_values(settings).items() if v != default[k]}
 
 
 def planner_settings(
