@@ -277,6 +277,15 @@ class PlannerSettings(BaseModel):
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
     supplement: bool = Field(True, description="False: one round, no follow-up queries")
+    # Measured on 2Wiki's report slice (v4 rows 1-39): the 1.5B planner planned "mother of X"
+    # alone for X's maternal grandmother and a second "father of #1" for X's father. A family
+    # relation with one reading is planned from its definition instead, with no model call
+    # (``agent.planner.relations``).
+    relation_plans: bool = Field(
+        True,
+        description="plan a family relation with one reading ('maternal grandfather' = mother, "
+        "then her father) by rule, without the decompose call",
+    )
     # When every planned query has a supported finding the plan has resolved: the reader then
     # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
     # far higher on the gold paragraphs alone than with distractors beside them), and a chain's

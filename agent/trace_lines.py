@@ -33,6 +33,8 @@ def progress_line(event: TraceEvent) -> str | None:
         noun = "query" if len(planned) == 1 else "queries"
         later = f" ({len(waiting)} wait for an earlier answer)" if waiting else ""
         shape = f" [{str(d['shape']).replace('_', ' ')}]" if d.get("shape") else ""
+        if d.get("planned_by") == "relation":
+            shape += " [by the relation's definition, no call]"
         return f"planned {len(planned)} atomic {noun}{later}{shape}: {_queries(planned)}"
     if event.kind == "search":
         who = d.get("searcher") or "a searcher"

@@ -1,5 +1,6 @@
-"""The ``decompose`` node: one call plans the atomic queries; dependent ones wait for the
-answers they need (``#1``), independent ones go out at once, one ``Send`` per searcher."""
+"""The ``decompose`` node: one call plans the atomic queries (a family relation with one
+reading is planned by rule, ``agent.planner.relations``); dependent ones wait for the answers
+they need (``#1``), independent ones go out at once, one ``Send`` per searcher."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from agent.planner.queries import (
     sends,
     spelled_out,
 )
+from agent.planner.relations import relation_plan
 from agent.planner.shapes import Shape, plan_examples, question_shape
 from agent.planner.state import (
     PlannerRun,
@@ -84,9 +86,17 @@ async def decompose(
     errors: list[str] = []
     raw: list[str] = []
     shape = question_shape(question)
-    if run.planner.decompose:
-        raw, errors = await _plan(runtime, state, limit, shape)
-    pairs = on_topic(clean_queries(raw, set(), limit), question)
+    by_rule = relation_plan(question) if run.planner.relation_plans else None
+    if run.planner.decompose and by_rule:
+        # the relation's definition is the plan: no call, and no filter meant for a model's
+        # copies ("mother of #1" is not a word of "maternal grandmother", and is right)
+        raw = by_rule
+        pairs = clean_queries(raw, set(), limit)
+    else:
+        by_rule = None
+        if run.planner.decompose:
+            raw, errors = await _plan(runtime, state, limit, shape)
+        pairs = on_topic(clean_queries(raw, set(), limit), question)
     kept = {q for q, _ in pairs}
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
@@ -103,6 +113,7 @@ async def decompose(
         "decompose",
         {
             "shape": shape,
+            "planned_by": "relation" if by_rule else "model" if run.planner.decompose else None,
             "sub_queries": [sub_report(q) for q in ready],
             "waiting": [sub_report(q) for q in waiting],
             "dropped": dropped,
