@@ -114,9 +114,39 @@ def test_a_missing_or_forked_hop_leaves_the_comparison_to_the_reader() -> None:
             "Which magazine was started first Arthur's Magazine or First for Women?",
             ["Arthur's Magazine", "First for Women"],
         ),
+        # without a serial comma, a comma is inside a title (2Wiki writes such titles often)
         (
             "Which is the oldest, Hanson, Tinted Windows or Corrosion of Conformity?",
-            ["Hanson", "Tinted Windows", "Corrosion of Conformity"],
+            ["Hanson, Tinted Windows", "Corrosion of Conformity"],
+        ),
+        (
+            "Which film came out earlier, Amber Gate or That Night, Kessel?",
+            ["Amber Gate", "That Night, Kessel"],
+        ),
+        (
+            "Which film has the director born first, Harbour Lights, Part One or Salt: 3,000 "
+            "Miles?",
+            ["Harbour Lights, Part One", "Salt: 3,000 Miles"],
+        ),
+        (
+            "Which film was released earlier, Kessel: The Wanderer or Amber Gate 4: The Return?",
+            ["Kessel: The Wanderer", "Amber Gate 4: The Return"],
+        ),
+        (
+            "Which film was nominated, Salt Road: The Cotton or Amber Gate, the 1970 documentary?",
+            ["Salt Road: The Cotton", "Amber Gate"],
+        ),
+        (
+            "Which band, Copper Rain or Tinted Windows, had more members?",
+            ["Copper Rain", "Tinted Windows"],
+        ),
+        (
+            "In Tulsa, Oklahoma, which band formed first, Hanson or Tinted Windows?",
+            ["Hanson", "Tinted Windows"],
+        ),
+        (
+            "Which university is older: University of Varn, Kessel or Arlen University?",
+            ["University of Varn, Kessel", "Arlen University"],
         ),
         (
             "Which city is larger: Tulsa, Raleigh, or Oklahoma City?",
