@@ -1243,3 +1243,35 @@ async def test_the_answer_keeps_its_call_when_the_searches_spent_the_rounds(inde
     assert chat.count("answer") == 1
     assert result.llm_calls == len(chat.seen) + 20 * len(searcher.queries)
     assert result.stopped == "budget_llm_calls"
+
+
+def test_a_bare_name_in_the_plan_goes_into_the_hops_that_build_on_it() -> None:
+    from agent.planner.queries import clean_queries, inline_bare_names
+
+    question = "When did Frances Varn, Marchioness Of Kessel's father die?"
+    planned = ["frances varn, marchioness of kessel", "father of #1", "date of death of #2"]
+    assert [q for q, _ in inline_bare_names(clean_queries(planned, set(), 6), question)] == [
+        "father of Frances Varn, Marchioness Of Kessel",
+        "date of death of #1",
+    ]
+    # a description is not a bare name, and a name nothing builds on is left alone
+    chain = ["city where the Eiffel Tower stands", "river that flows through #1"]
+    pairs = clean_queries(chain, set(), 6)
+    assert inline_bare_names(pairs, QUESTION) == pairs
+    alone = clean_queries(["Robocalypse", "director of Robocalypse"], set(), 6)
+    assert inline_bare_names(alone, "Who directed Robocalypse?") == alone
+
+
+async def test_the_hop_after_a_bare_name_is_searched_by_the_name(index) -> None:
+    chat = two_hop_chat()
+    chat.routes["decompose"] = reply(
+        queries=["Eiffel Tower", "city where #1 stands", "river that flows through #2"]
+    )
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher]).ask(QUESTION)
+    assert [q.query for q in result.sub_queries] == [
+        "city where Eiffel Tower stands",
+        "river that flows through Paris",
+    ]
+    assert "Eiffel Tower" not in searcher.queries
+    assert result.stopped == "sufficient" and "Seine" in result.short_answer

@@ -16,6 +16,7 @@ from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
     clean_queries,
     conversation_text,
+    inline_bare_names,
     on_topic,
     plan_sub_queries,
     question_sends,
@@ -96,7 +97,7 @@ async def decompose(
         by_rule = None
         if run.planner.decompose:
             raw, errors = await _plan(runtime, state, limit, shape)
-        pairs = on_topic(clean_queries(raw, set(), limit), question)
+        pairs = inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
     kept = {q for q, _ in pairs}
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
