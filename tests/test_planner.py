@@ -1275,3 +1275,31 @@ async def test_the_hop_after_a_bare_name_is_searched_by_the_name(index) -> None:
     ]
     assert "Eiffel Tower" not in searcher.queries
     assert result.stopped == "sufficient" and "Seine" in result.short_answer
+
+
+def test_what_a_finding_fills_into_the_hop_that_needs_it() -> None:
+    from agent.planner.queries import fill_value
+
+    # a name with its titles goes in whole; a trailing aside (dates, places) does not
+    long_name = "Louis Philippe Marie Alexandre Varn, 3rd Prince of Kessel"
+    assert fill_value(long_name) == long_name
+    assert fill_value("Jorgen Smit (July 21, 1916 in Bergen – May 10, 1991)") == "Jorgen Smit"
+    # a yes/no or a sentence is not a name to search by
+    assert fill_value("yes") == ""
+    assert fill_value("he was the son of a farmer who moved to the city of Bergen in 1901") == ""
+
+
+async def test_a_long_finding_is_searched_by_its_name_without_the_aside(index) -> None:
+    chat = two_hop_chat()
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(
+            user_text(messages),
+            Eiffel=("Paris (the capital and most populous city of France)", "Paris"),
+            **{"through Paris": ("Seine", "Seine")},
+        )
+
+    chat.routes["summarize"] = summarize
+    searcher = KeywordSearcher(index)
+    await agent_with(chat, [searcher]).ask(QUESTION)
+    assert "river that flows through Paris" in searcher.queries

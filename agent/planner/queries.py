@@ -336,6 +336,23 @@ def answer_of(qid: str, state: PlannerState) -> str | None:
     return None
 
 
+# A finding filled into the hop that needs it: a name with its titles ("Louis Philippe Marie
+# Alexandre Berthier, 3rd Prince of Wagram", 9 words, was refused at 8 on 2Wiki's tuning rows)
+# but not a sentence.
+MAX_FILL_WORDS = 12
+_TRAILING_ASIDE = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def fill_value(answer: str) -> str:
+    """What a finding puts in place of ``#n``: the finding without a trailing aside ("Jörgen
+    Smit (July 21, 1916 in Bergen – May 10, 1991 in Arlesheim)" is searched as "Jörgen Smit"),
+    or "" for a yes/no or a finding too long to be a name."""
+    name = _TRAILING_ASIDE.sub("", answer).strip(" ,;") or answer.strip()
+    if query_key(name) in {"yes", "no", ""} or len(name.split()) > MAX_FILL_WORDS:
+        return ""
+    return name
+
+
 def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | None = None):
     """``sub`` with each ``#n`` replaced by that query's supported answer, or by its own words
     where there is no answer to fill in: with findings switched off (every query goes out at
@@ -344,8 +361,9 @@ def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | 
     def fill(match: re.Match[str]) -> str:
         qid = f"q{match.group(1)}"
         answer = answer_of(qid, state) if state is not None else None
-        if answer and query_key(answer) not in {"yes", "no"} and len(answer.split()) <= 8:
-            return answer
+        name = fill_value(answer) if answer else ""
+        if name:
+            return name
         return f"({subs[qid]['query']})" if qid in subs else ""
 
     query = " ".join(REF.sub(fill, sub["query"]).split())[:MAX_QUERY_CHARS]
