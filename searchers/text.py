@@ -101,6 +101,32 @@ _COMMON = frozenset(
 )
 
 
+# Words a sentence uses for a relation a query names otherwise ("place of birth" -> "He was
+# born in Flora."): without them the sentence that answers a hop shares no word with it.
+RELATED_WORDS: dict[str, frozenset[str]] = {
+    key: frozenset(values.split())
+    for key, values in {
+        "birth": "born", "born": "birth", "birthplace": "born",
+        "death": "died dies dead", "died": "death", "die": "died death",
+        "spouse": "married wife husband wed", "wife": "married spouse", "husband": "married spouse",
+        "married": "wife husband spouse",
+        "father": "son daughter child", "mother": "son daughter child",
+        "parent": "son daughter child", "parents": "son daughter child",
+        "child": "son daughter father mother", "children": "son daughter sons daughters",
+        "son": "father mother", "daughter": "father mother",
+        "director": "directed", "directed": "director",
+        "study": "studied graduated educated university college school",
+        "studied": "graduated educated university college school",
+        "education": "studied graduated educated university college school",
+        "work": "worked employed", "worked": "work employed",
+        "founded": "founder established", "founder": "founded established",
+        "released": "release", "release": "released",
+        "buried": "burial", "burial": "buried",
+        "nationality": "citizen national", "citizenship": "citizen national",
+    }.items()
+}  # fmt: skip
+
+
 def content_words(text: str) -> set[str]:
     """The casefolded words of ``text`` minus the commonest function words and single letters:
     what ``focus_text`` compares a passage's sentences with a query by. Lighter than

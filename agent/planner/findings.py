@@ -58,7 +58,7 @@ def _findings_prompt(
             n = len(numbers) + 1
             numbers[hit.id] = n
             by_number[n] = hit
-            text = numbered_passages([hit], max_chars=chars, query=sub["query"])
+            text = numbered_passages([hit], max_chars=chars, query=sub["query"], titled=True)
             lines.append(f"[{n}]" + text.removeprefix("[1]"))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks), by_number

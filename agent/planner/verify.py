@@ -63,7 +63,9 @@ def _findings_text(state: PlannerState, chars: int) -> str:
             lines.append(f"- {sub['query']} -> passages:")
             for pid in summary["sources"]:
                 if pid in passages:
-                    text = focus_text(passages[pid]["text"], chars, sub["query"])
+                    text = focus_text(
+                        passages[pid]["text"], chars, sub["query"], passages[pid]["title"]
+                    )
                     lines.append(f"    {passages[pid]['title']}: {text}")
             continue
         said = summary["summary"] if summary.get("supported") else "NOT FOUND"
