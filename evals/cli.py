@@ -156,6 +156,14 @@ def run_command(
             "--offset", help="skip the file's first N questions (with --limit: a later slice)"
         ),
     ] = 0,
+    question_type: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--type",
+            help="only questions of this type within the selection (repeatable; the file's "
+            "type field: bridge, comparison, inference, 2hop, ...)",
+        ),
+    ] = None,
     concurrency: Annotated[
         int,
         typer.Option(
@@ -209,6 +217,7 @@ def run_command(
         setting=setting,
         limit=limit,
         offset=offset,
+        types=tuple(question_type or ()),
         concurrency=concurrency,
         index=index,
         tree_options=tuple(tree_option or ()),

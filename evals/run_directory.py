@@ -74,6 +74,7 @@ class RunConfig:
     setting: str = "open"
     limit: int | None = None
     offset: int = 0  # skip the file's first N questions (a held-out slice: --offset 50 --limit 50)
+    types: tuple[str, ...] = ()  # only these question types of that slice (--type inference)
     concurrency: int = 1
     index: Path | None = None  # open setting: use this index instead of building one
     progress: bool | None = None  # None: a bar on a terminal, else one line per question

@@ -269,6 +269,21 @@ def check_config(config: RunConfig) -> None:
         raise EvalRunError("--tree-option applies to QuALITY runs only")
 
 
+def select_types(questions: list[EvalQuestion], config: RunConfig) -> list[EvalQuestion]:
+    """The questions of ``config.types`` (all when none are named): tuning one shape of
+    question (2Wiki's "inference", MuSiQue's "4hop") costs a fraction of the slice."""
+    if not config.types:
+        return questions
+    chosen = [q for q in questions if q.type in config.types]
+    if not chosen:
+        present = sorted({q.type for q in questions if q.type})
+        raise EvalRunError(
+            f"no question of type {', '.join(config.types)} in the selection; its types: "
+            f"{', '.join(present) or 'none recorded'}"
+        )
+    return chosen
+
+
 async def run_eval(
     config: RunConfig,
     ctx: EvalContext,
@@ -292,7 +307,7 @@ async def run_eval(
     dataset = Path(config.dataset)
     fmt = resolve_format(dataset, config.fmt)
     end = None if config.limit is None else config.offset + config.limit
-    questions = load_questions(dataset, fmt, limit=end)[config.offset :]
+    questions = select_types(load_questions(dataset, fmt, limit=end)[config.offset :], config)
     sha256 = file_sha256(dataset)
     identity = {
         "dataset_sha256": sha256,
@@ -387,6 +402,7 @@ async def run_eval(
         "passage_chars": ctx.chars,
         "limit": config.limit,
         "offset": config.offset,
+        **({"types": list(config.types)} if config.types else {}),
         "concurrency": config.concurrency,
         "ran_now": len(pending),
         "wall_seconds": round(time.monotonic() - wall, 2),

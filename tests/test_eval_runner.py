@@ -525,6 +525,26 @@ async def test_an_offset_runs_a_later_slice_of_the_file(
         )
 
 
+async def test_a_type_runs_only_that_shape_of_question(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """--type comparison: the slice's comparison questions only, on the whole file's index."""
+    out = tmp_path / "comparisons"
+    chat = scripted_chat()
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, types=("comparison",)),
+        context(eval_settings, chat, embeddings),
+    )
+    assert [r["id"] for r in rows(out)] == ["tiny-3"]
+    assert metrics["n"] == 1 and metrics["types"] == ["comparison"]
+    with pytest.raises(EvalRunError, match=r"no question of type inference .* bridge, comparison"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "b", types=("inference",)),
+            context(eval_settings, chat, embeddings),
+        )
+    assert chat.count("rag_answer") == 1
+
+
 async def test_bad_options_fail_before_any_question(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:

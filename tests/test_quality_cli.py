@@ -30,6 +30,7 @@ def test_run_refuses_bad_options_for_a_quality_file_before_any_model(tmp_path: P
     for args, message in (
         (["--pipeline", "dense"], "unknown pipeline 'dense' for a QuALITY file"),
         (["--pipeline", "leaves", "--setting", "distractor"], "--setting does not apply"),
+        (["--pipeline", "leaves", "--type", "inference"], "--type does not apply"),
         (["--pipeline", "leaves", "--context-tokens", "50"], "--context-tokens must be >= 100"),
         (["--pipeline", "leaves", "--tree-option", "max_words=50"], "builds no tree"),
         (["--pipeline", "tree-gmm", "--tree-option", "base_k=5"], "unknown tree option(s) for gmm"),

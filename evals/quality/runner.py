@@ -68,6 +68,8 @@ def check_config(config: RunConfig) -> None:
         raise EvalRunError("QuALITY runs search each article on its own; --setting does not apply")
     if config.index is not None:
         raise EvalRunError("QuALITY runs build an index per article; --index does not apply")
+    if config.types:
+        raise EvalRunError("QuALITY questions have no type; --type does not apply")
     tree_options(config)
 
 
