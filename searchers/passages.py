@@ -127,6 +127,11 @@ _LIFE_DATES = re.compile(r"\([^()]*\b\d{3,4}\b[^()]*[-–—][^()]*\d{2,4}[^()]*
 _LIFE_WORDS = frozenset({"birth", "born", "death", "died", "date"})
 
 
+def _prefix(text: str, max_chars: int) -> str:
+    """``text``'s beginning, cut at a word before ``max_chars``, the cut marked."""
+    return text[:max_chars].rsplit(" ", 1)[0] + " ..."
+
+
 def _stem(word: str) -> str:
     """Five letters of a word are enough to match its forms ("populous", "population";
     "directed", "director") in a sentence ranking."""
@@ -158,7 +163,7 @@ def focus_text(
     sentences = split_sentences_loose(text)
     wanted = content_words(query or "")
     if not wanted or len(sentences) < 2:
-        return text[:max_chars].rsplit(" ", 1)[0] + " ..."
+        return _prefix(text, max_chars)
     if title is None:
         return _by_shared_words(sentences, wanted, max_chars, text)
     subject = {_stem(w) for w in wanted & content_words(title)}
@@ -174,7 +179,7 @@ def focus_text(
         (i for i in score if score[i] > (0, 0)), key=lambda i: (-score[i][0], -score[i][1], i)
     )
     if not scored:
-        return text[:max_chars].rsplit(" ", 1)[0] + " ..."
+        return _prefix(text, max_chars)
     best = scored[0]
     if len(sentences[best]) + 5 > max_chars:
         # the best sentence alone is too long (an infobox without full stops): its beginning
@@ -184,7 +189,7 @@ def focus_text(
     # the matching ones, then any other while room is left
     order = [best, 0, *scored[1:], *range(len(sentences))]
     kept = _kept(sentences, order, max_chars)
-    return kept if kept else text[:max_chars].rsplit(" ", 1)[0] + " ..."
+    return kept or _prefix(text, max_chars)
 
 
 def _kept(sentences: list[str], order: list[int], max_chars: int) -> str:
@@ -219,7 +224,7 @@ def _by_shared_words(sentences: list[str], wanted: set[str], max_chars: int, tex
     )
     order = [*scored[:1], 0, *scored[1:]]
     kept = _kept(sentences, order, max_chars)
-    return kept if kept else text[:max_chars].rsplit(" ", 1)[0] + " ..."
+    return kept or _prefix(text, max_chars)
 
 
 def numbered_passages(

@@ -154,9 +154,7 @@ def _opening_end(head: str) -> int | None:
     start = asked.end() if asked else 1
     for found in _OPENING_END.finditer(head, start):
         rest = head[found.end() :]
-        if rest[:1].isupper() or rest[:1].isdigit() or not rest[:1].isalpha():
-            return found.end()
-        if re.match(r"(?:the|a|an)\s+\S", rest):
+        if not rest[:1].isalpha() or rest[:1].isupper() or re.match(r"(?:the|a|an)\s+\S", rest):
             return found.end()
     return None
 

@@ -87,15 +87,15 @@ async def decompose(
     errors: list[str] = []
     raw: list[str] = []
     shape = question_shape(question)
-    by_rule = relation_plan(question) if run.planner.relation_plans else None
-    if run.planner.decompose and by_rule:
+    planning = run.planner.decompose
+    by_rule = relation_plan(question) if planning and run.planner.relation_plans else None
+    if by_rule:
         # the relation's definition is the plan: no call, and no filter meant for a model's
         # copies ("mother of #1" is not a word of "maternal grandmother", and is right)
         raw = by_rule
         pairs = clean_queries(raw, set(), limit)
     else:
-        by_rule = None
-        if run.planner.decompose:
+        if planning:
             raw, errors = await _plan(runtime, state, limit, shape)
         pairs = inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
     kept = {q for q, _ in pairs}
@@ -114,7 +114,7 @@ async def decompose(
         "decompose",
         {
             "shape": shape,
-            "planned_by": "relation" if by_rule else "model" if run.planner.decompose else None,
+            "planned_by": "relation" if by_rule else "model" if planning else None,
             "sub_queries": [sub_report(q) for q in ready],
             "waiting": [sub_report(q) for q in waiting],
             "dropped": dropped,

@@ -98,11 +98,11 @@ def _bare_name(query: str, question: str) -> str | None:
     """The question's own spelling of ``query`` when the query is nothing but a name the
     question writes ("Cooperative Living Organization", "frances vane, marchioness of
     londonderry" for "Frances Vane, Marchioness Of Londonderry"), else None."""
-    text = " ".join(question.split())
-    at = text.casefold().find(" ".join(query.split()).casefold())
-    if at < 0 or not query.strip():
+    text, wanted = " ".join(question.split()), " ".join(query.split())
+    at = text.casefold().find(wanted.casefold())
+    if at < 0 or not wanted:
         return None
-    span = text[at : at + len(" ".join(query.split()))]
+    span = text[at : at + len(wanted)]
     words = [w.strip(",.'\"()") for w in span.split()]
     named = all(
         not w or w[0].isupper() or w[0].isdigit() or fold(w) in NAME_CONNECTORS | {"and"}
