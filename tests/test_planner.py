@@ -1055,6 +1055,18 @@ def test_a_bare_noun_is_no_query() -> None:
     assert [q for q, _ in kept] == ["capital of Arlen", "county of #1"]
 
 
+def test_a_query_names_something_by_a_name_number_quote_or_reference() -> None:
+    from agent.planner.queries import names_nothing
+
+    question = 'Which river flows next to the German town where "Coffee Alone" originates from?'
+    for fragment in ("originates from", "river that flows next to", "year of the player's award"):
+        assert names_nothing(fragment, question)
+    for named in ("German town", "river next to #2", "'Coffee Alone' origin", "town in 1921"):
+        assert not names_nothing(named, question)
+    # a question in lower case gives nothing to judge by
+    assert not names_nothing("group of scientists", "who discovered nuclear fission first?")
+
+
 def test_a_hop_whose_relation_the_question_never_asks_is_dropped() -> None:
     from agent.planner.queries import clean_queries, on_topic, relation_in_question
 
@@ -1187,6 +1199,32 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
         and "Paris" not in prompt.split("Passages:")[0]
     )
     assert check["answered_as"] == "one_call" and not check["plan_resolved"]
+
+
+async def test_a_plan_with_a_query_naming_nothing_is_answered_as_an_open_plan(index) -> None:
+    """Every query found something, but "river that flows through" names nothing the question
+    names: whatever it found is not tied to the chain, so the plan is answered as one-call RAG
+    (``nameless_open``, the default) and the check says why; with it off the plan resolves."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["decompose"] = reply(
+        queries=["city where the Eiffel Tower stands", "river that flows through"]
+    )
+    chat.routes["summarize"] = lambda m: finding(
+        user_text(m), Eiffel=("Paris", "Paris"), **{"flows through": ("Seine", "Seine")}
+    )
+
+    async def run(planner: PlannerSettings) -> dict:
+        agent = agent_with(chat, [KeywordSearcher(index)], planner)
+        result = await agent.ask(QUESTION)
+        assert all(q.answered for q in result.sub_queries)
+        return result.citation_check
+
+    check = await run(PlannerSettings())
+    assert not check["plan_resolved"] and check["answered_as"] == "one_call"
+    assert check["nameless_queries"] == ["river that flows through"]
+    check = await run(PlannerSettings(nameless_open=False))
+    assert check["plan_resolved"] and "answered_as" not in check
+    assert "nameless_queries" not in check
 
 
 async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:

@@ -151,6 +151,20 @@ def generic(query: str) -> bool:
     return len(words) <= 1 and not any(w[:1].isupper() or w[:1].isdigit() for w in words)
 
 
+# What makes a query name something: a capitalized word, a number, an opening quote or ``#n``.
+_NAMES = re.compile(r"#\d|[A-Z0-9]|(?:^|\s)[\"'‘“`]")
+
+
+def names_nothing(query: str, question: str) -> bool:
+    """A query with no name, number, quoted title or ``#n`` in a question that has one
+    ("originates from", "year of overlap", "river that flows next to"): the local model writes
+    such fragments for HotpotQA's bridge questions, and whatever its search finds is not tied
+    to the question's chain. A question written all in lower case (after its first word) gives
+    nothing to judge by, so no query of it is flagged."""
+    rest = question.split(maxsplit=1)[1] if len(question.split()) > 1 else ""
+    return bool(_NAMES.search(rest)) and not _NAMES.search(query)
+
+
 # Words a hop may use for a relation the question words otherwise: "Where was X born?" plans
 # "place of birth of #1". Keys and values are 5-letter prefixes of the words.
 _RELATION_WORDS: dict[str, tuple[str, ...]] = {
