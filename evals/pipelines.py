@@ -33,9 +33,7 @@ from typing import Any, TypeVar
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableLambda
-from pydantic import BaseModel, Field
 
-import prompts
 from agent.closed_book import answer_closed_book
 from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
@@ -46,10 +44,10 @@ from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever
 from searchers.passages import Hit, Passage, numbered_passages
+from searchers.reader import read_short_answer, reader_passages
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.retrieval import Retriever
 from searchers.searcher import SearchBudget, Searcher
-from searchers.structured_calls import ask
 
 T = TypeVar("T")
 DEFAULT_K = 5
@@ -58,10 +56,6 @@ DEFAULT_CONTEXT_TOKENS = 2000  # QuALITY runs: the reader's context, RAPTOR's bu
 
 class PipelineError(ValueError):
     """A pipeline that does not exist or cannot run as asked; raised before any question runs."""
-
-
-class RagAnswer(BaseModel):
-    answer: str = Field(description="a few words: a name, a date, a number, or yes/no")
 
 
 @dataclass
@@ -226,17 +220,8 @@ async def read_passages(
         deadline_s=ctx.settings.llm.timeout_s,
         llm_timeout_s=ctx.settings.llm.timeout_s,
     ).scope()
-    reply = await ask(
-        ctx.chat,
-        RagAnswer,
-        prompts.render(
-            "rag_answer",
-            question=question,
-            passages=numbered_passages(list(hits), max_chars=chars, query=question),
-        ),
-        scope=scope,
-        step="rag_answer",
-    )
+    passages = reader_passages(list(hits), chars, question)
+    reply = await read_short_answer(ctx.chat, question, passages, scope=scope, step="rag_answer")
     contexts = [shown_text(hit, chars, question) for hit in hits]
     if reply.value is None:
         return "", contexts, reply.error or "rag_answer: no reply"

@@ -592,7 +592,7 @@ async def test_a_planner_question_that_fails_late_still_counts_its_calls(
     every call it made before, and its row says so instead of 0. With no supported finding to
     fall back on (the findings call failed too) the question fails; with one, it is answered
     from the findings without the model, a degraded answer whose row carries the reason."""
-    failing = scripted_chat(fail={"summarize", "answer"})
+    failing = scripted_chat(fail={"summarize", "answer", "rag_answer"})
     out = tmp_path / "failed"
     metrics = await run_eval(
         RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),

@@ -155,6 +155,8 @@ def two_hop_chat(answer: str | None = None) -> RoutedChatModel:
             "summarize": summarize,
             "verify": reply(sufficient=False, queries=[]),
             "answer": final,
+            # an open plan's one-call RAG reader (``searchers.reader``)
+            "rag_answer": reply(answer="Seine"),
         }
     )
 
@@ -290,8 +292,10 @@ async def test_a_hop_behind_a_step_that_found_nothing_is_never_searched(index) -
     hop = result.sub_queries[1]
     assert (hop.query, hop.round, hop.searches) == ("river that flows through #1", 0, [])
     assert result.stopped == "max_rounds"
-    (prompt,) = [text for route, text in chat.seen if route == "answer"]
-    assert "Still open" not in prompt
+    # one-call RAG's reader answers: no notes, no "still open" step
+    (prompt,) = [text for route, text in chat.seen if route == "rag_answer"]
+    assert "Still open" not in prompt and "Notes:" not in prompt
+    assert chat.count("answer") == 0
     check = next(e for e in result.trace if e.kind == "answer").data["check"]
     assert check["plan_resolved"] is False
     question_hits = [h.id for h in searcher.index.retrieve(QUESTION, 5)]
@@ -393,7 +397,7 @@ async def test_the_budget_stops_a_model_that_never_says_sufficient(index) -> Non
             "decompose": reply(queries=["Paris river"]),
             "summarize": lambda m: finding(user_text(m)),  # never finds anything
             "verify": endless,
-            "answer": reply(short_answer="Seine", answer="The Seine flows through Paris [1]."),
+            "rag_answer": reply(answer="Seine"),
         }
     )
     result = await agent_with(
@@ -402,7 +406,7 @@ async def test_the_budget_stops_a_model_that_never_says_sufficient(index) -> Non
     assert result.stopped == "budget_llm_calls"
     assert result.llm_calls == len(chat.seen) <= 9  # a hard cap, the answer's call included
     assert result.degraded and "the LLM call budget ran out" in result.answer
-    assert chat.count("answer") == 1
+    assert chat.count("rag_answer") == 1  # nothing found: one-call RAG's reader answers
     assert result.short_answer == "Seine"
 
 
@@ -455,14 +459,14 @@ async def test_max_llm_calls_is_a_hard_cap_over_the_searchers_calls(index) -> No
             "rewrite": reply(query="Paris"),
             "summarize": lambda m: finding(user_text(m)),
             "verify": reply(sufficient=False, queries=["more"]),
-            "answer": reply(short_answer="Paris", answer="Paris [1]."),
+            "rag_answer": reply(answer="Paris"),
         }
     )
     searcher = CallingSearcher(index, chat, calls=5)
     result = await agent_with(chat, [searcher], max_llm_calls=7).ask("Where is the tower?")
     # 1 decompose + 5 searcher calls fill the 6 the rounds may spend; the answer has its own
     assert result.llm_calls == len(chat.seen) == 7
-    assert chat.count("answer") == 1 and chat.count("summarize") == 0
+    assert chat.count("rag_answer") == 1 and chat.count("summarize") == 0
     assert chat.count("rewrite") == 5
 
 
@@ -525,7 +529,8 @@ async def test_a_hanging_searcher_is_cut_at_the_deadline(index) -> None:
     result = await agent.ask("Which river flows through the city where the Eiffel Tower stands?")
     assert slow.cancelled >= 1  # cut at the deadline, not waited out
     assert any("slow" in e and "deadline" in e for e in result.errors)
-    assert result.short_answer == "the Seine"
+    # one round: the second hop never went out, and one-call RAG's reader answered
+    assert result.short_answer == "Seine" and chat.count("rag_answer") == 1
 
 
 async def test_unparseable_planner_output_falls_back_and_is_recorded(index) -> None:
@@ -548,7 +553,7 @@ async def test_unparseable_planner_output_falls_back_and_is_recorded(index) -> N
 
 async def test_a_dead_chat_endpoint_is_a_clear_error(index) -> None:
     chat = two_hop_chat()
-    chat.fail = {"decompose", "summarize", "verify", "supplement", "answer"}
+    chat.fail = {"decompose", "summarize", "verify", "supplement", "answer", "rag_answer"}
     agent = agent_with(chat, [KeywordSearcher(index)])
     with pytest.raises(AgentError, match="could not write the answer"):
         await agent.ask("Which river flows through Paris?")
@@ -586,7 +591,7 @@ async def test_an_answer_call_that_times_out_with_no_finding_cites_the_likeliest
         return finding(user_text(messages))
 
     chat.routes["summarize"] = summarize
-    chat.slow = {"answer"}
+    chat.slow = {"rag_answer"}  # the plan stayed open: one-call RAG's reader answers it
     result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
     assert result.degraded and result.short_answer == ""
     assert any("without the model" in r for r in result.degraded_reasons)
@@ -603,7 +608,7 @@ async def test_an_answer_call_that_cannot_connect_with_no_finding_is_a_clear_err
     timeout (a live model that was too slow) gets the extractive answer."""
     chat = two_hop_chat()
     chat.routes["summarize"] = lambda messages: finding(user_text(messages))
-    chat.fail = {"answer"}
+    chat.fail = {"rag_answer"}  # the plan stayed open: one-call RAG's reader answers it
     with pytest.raises(AgentError, match="could not write the answer"):
         await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
 
@@ -824,7 +829,7 @@ async def test_follow_ups_that_echo_the_findings_format_are_cleaned(index) -> No
             "verify": reply(
                 sufficient=False, queries=["Who wrote The Hobbit? -> NOT FOUND -> Tolkien"]
             ),
-            "answer": reply(short_answer="Tolkien", answer="Tolkien wrote it [1]."),
+            "rag_answer": reply(answer="Tolkien"),
         }
     )
     searcher = KeywordSearcher(index)
@@ -1167,15 +1172,16 @@ async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> 
 
 
 async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
-    """``open_plan_answer="one_call"`` (the default): a plan that did not resolve answers from
-    the question's own hits alone, with no notes and no open step in the prompt; with "chain"
-    it reads its hop passages with its findings as notes, with "hops" the same passages and no
-    notes."""
+    """``open_plan_answer="one_call"`` (the default): a plan that did not resolve is answered
+    by one-call RAG's reader (``prompts/rag_answer.txt``) over the question's own hits alone,
+    with no notes and no open step, and its long answer is the shown sentence that holds the
+    short one, cited; with "chain" the planner's answer prompt reads its hop passages with its
+    findings as notes, with "hops" the same passages and no notes."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
     chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
     question_top = [h.id for h in index.retrieve(QUESTION, 3)]
 
-    async def run(planner: PlannerSettings) -> tuple[list[str], str, dict]:
+    async def run(planner: PlannerSettings):
         chat.seen.clear()
         agent = HoptreeAgent(
             chat, {"keywords": KeywordSearcher(index)}, planner=planner,
@@ -1183,48 +1189,30 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
         )  # fmt: skip
         result = await agent.ask(QUESTION)
         assert not result.sub_queries[1].answered  # the plan stayed open
-        [prompt] = [text for route, text in chat.seen if route == "answer"]
-        return [s["id"] for s in result.sources], prompt, result.citation_check
+        [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
+        return [s["id"] for s in result.sources], route, prompt, result
 
-    chained, prompt, check = await run(CHAIN)
-    assert ": Paris" in prompt.split("Passages:")[0] and chained != question_top
-    assert "answered_as" not in check
-    hops, prompt, check = await run(PlannerSettings(open_plan_answer="hops"))
-    assert hops == chained and "Notes:\n(none)" in prompt and check["answered_as"] == "hops"
-    ids, prompt, check = await run(PlannerSettings(answer_sources=3))
-    assert ids == question_top
-    assert (
-        "Notes:\n(none)" in prompt
-        and "Still open" not in prompt
-        and "Paris" not in prompt.split("Passages:")[0]
-    )
+    chained, route, prompt, result = await run(CHAIN)
+    assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
+    assert chained != question_top and "answered_as" not in result.citation_check
+    hops, route, prompt, result = await run(PlannerSettings(open_plan_answer="hops"))
+    assert hops == chained and "Notes:\n(none)" in prompt
+    assert route == "answer" and result.citation_check["answered_as"] == "hops"
+    ids, route, prompt, result = await run(PlannerSettings(answer_sources=3))
+    assert ids == question_top and route == "rag_answer"
+    head = prompt.split("Passages:")[0]  # no finding, no open step above the passages
+    assert "Notes:" not in head and "Still open" not in head and "Paris" not in head
+    check = result.citation_check
     assert check["answered_as"] == "one_call" and not check["plan_resolved"]
-
-
-async def test_a_plan_with_a_query_naming_nothing_is_answered_as_an_open_plan(index) -> None:
-    """Every query found something, but "river that flows through" names nothing the question
-    names: whatever it found is not tied to the chain, so the plan is answered as one-call RAG
-    (``nameless_open``, the default) and the check says why; with it off the plan resolves."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
-    chat.routes["decompose"] = reply(
-        queries=["city where the Eiffel Tower stands", "river that flows through"]
-    )
-    chat.routes["summarize"] = lambda m: finding(
-        user_text(m), Eiffel=("Paris", "Paris"), **{"flows through": ("Seine", "Seine")}
-    )
-
-    async def run(planner: PlannerSettings) -> dict:
-        agent = agent_with(chat, [KeywordSearcher(index)], planner)
-        result = await agent.ask(QUESTION)
-        assert all(q.answered for q in result.sub_queries)
-        return result.citation_check
-
-    check = await run(PlannerSettings())
-    assert not check["plan_resolved"] and check["answered_as"] == "one_call"
-    assert check["nameless_queries"] == ["river that flows through"]
-    check = await run(PlannerSettings(nameless_open=False))
-    assert check["plan_resolved"] and "answered_as" not in check
-    assert "nameless_queries" not in check
+    # no shown passage holds the scripted reader's "Seine": no sentence to cite
+    assert result.short_answer == "Seine" and result.answer == "Seine." and not result.citations
+    assert not check["short_answer_grounded"]
+    chat.routes["rag_answer"] = reply(answer="Danube")
+    ids, route, prompt, result = await run(PlannerSettings(answer_sources=3))
+    sentence, cited = result.answer.rsplit(" [", 1)
+    [citation] = result.citations
+    assert "Danube" in sentence and sentence in " ".join(citation.text.split())
+    assert cited == f"{ids.index(citation.id) + 1}]."
 
 
 async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:
@@ -1278,7 +1266,7 @@ async def test_the_answer_keeps_its_call_when_the_searches_spent_the_rounds(inde
     searcher = ReportingSearcher(index, calls=20)
     result = await agent_with(chat, [searcher], max_llm_calls=6).ask(QUESTION)
     assert chat.count("decompose") == 1 and chat.count("summarize") == 0
-    assert chat.count("answer") == 1
+    assert chat.count("rag_answer") == 1  # nothing found: one-call RAG's reader answers
     assert result.llm_calls == len(chat.seen) + 20 * len(searcher.queries)
     assert result.stopped == "budget_llm_calls"
 

@@ -35,8 +35,9 @@ from agent.results import Citation, shown_source
 from agent.settings import PlannerSettings
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
+from searchers.reader import ReaderReply, holding_sentence, read_short_answer
 from searchers.searcher import SearchResult
-from searchers.structured_calls import ask
+from searchers.structured_calls import Reply, ask
 from searchers.text import key_terms, split_sentences
 from searchers.verification import contains_span, terms_present
 
@@ -271,7 +272,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     # no chain: its findings are the ones that did not add up to an answer
     unplanned = open_plan and (bool(fallback) or cfg.open_plan_answer == "hops")
     planned = cfg.summarize and not unplanned
-    focus = _focus(state)
+    # one-call RAG trims its passages around the question alone
+    focus = state["question"] if fallback else _focus(state)
     # each passage as the prompt shows it, trimmed around the question: what the citation
     # check reads and what the result reports as shown
     shown = [
@@ -284,22 +286,34 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     step = open_step(state) if planned else None
     # The answer is the point of the run: it has one call of its own, beyond what the rounds
     # could spend (their scope stops one short of max_llm_calls; ``PlannerRun.answer_scope``).
-    reply = await ask(
-        run.chat,
-        FinalAnswer,
-        prompts.render(
-            "answer",
-            question=state["question"],
-            notes=_notes(findings) if planned else "(none)",
-            open_step=_open_step_text(step),
-            passages=passages_text or "(no passages were found)",
-        ),
-        scope=run.answer_scope(),
-        step="answer",
-        max_tokens=ANSWER_MAX_TOKENS,
-    )
+    # An open plan answered as one-call RAG reads as one-call RAG does: its reader writes the
+    # short answer alone, and the long answer is the shown sentence that holds it.
+    reply: Reply[FinalAnswer] | Reply[ReaderReply]
+    if fallback:
+        reply = await read_short_answer(
+            run.chat, state["question"], passages_text, scope=run.answer_scope(), step="answer"
+        )
+    else:
+        reply = await ask(
+            run.chat,
+            FinalAnswer,
+            prompts.render(
+                "answer",
+                question=state["question"],
+                notes=_notes(findings) if planned else "(none)",
+                open_step=_open_step_text(step),
+                passages=passages_text or "(no passages were found)",
+            ),
+            scope=run.answer_scope(),
+            step="answer",
+            max_tokens=ANSWER_MAX_TOKENS,
+        )
     errors: list[str] = []
-    if reply.value is not None:
+    shown_texts = [(t.n, t.text) for t in texts]
+    if isinstance(reply.value, ReaderReply):
+        raw_short = " ".join(reply.value.answer.split())[:300]
+        raw_long = holding_sentence(raw_short, shown_texts, state["question"]) or ""
+    elif reply.value is not None:
         raw_short = " ".join(reply.value.short_answer.split())[:300]
         raw_long = " ".join(reply.value.answer.split())[:2000]
     else:
@@ -322,6 +336,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         follow_chain=planned and cfg.chain_answer,
     )
     short, grounded = settled.text, settled.grounded
+    if isinstance(reply.value, ReaderReply) and short != raw_short:
+        raw_long = holding_sentence(short, shown_texts, state["question"]) or ""
     check = check_citations(raw_long, texts, state["question"])
     text = check.answer
     if not text and short:
