@@ -336,7 +336,7 @@ class PlannerSettings(BaseModel):
         "one_call",
         description="how a plan that did not resolve is answered: chain = its hop passages and "
         "notes; hops = its hop passages, no notes; one_call = the question's own hits alone, "
-        "no notes, as one-call RAG reads them",
+        "read by one-call RAG's reader (short answer, then the shown sentence holding it)",
     )
 
     @field_validator("searchers", mode="before")
