@@ -1,0 +1,76 @@
+"""``benchmarks/open_answer_ab.py`` without the model: a recorded open plan's passages are rebuilt
+from the row (the answer's sources by title, each finding's first passage, each hop's first two)
+and each arm reads what it should, in the prompt it should."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from agent.settings import PlannerSettings
+from searchers.corpus import paragraph_id
+from tests.routed_chat import RoutedChatModel
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "open_answer_ab.py"
+TINY = Path(__file__).parent / "data_eval" / "eval_tiny_hotpot.jsonl"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("open_answer_ab", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def recorded_run(tmp_path: Path) -> Path:
+    """One open plan answered as one-call RAG, one resolved plan (not an item)."""
+    eiffel, seine, louvre = (paragraph_id(t) for t in ("Eiffel Tower", "Seine", "Louvre"))
+    subs = [
+        {"query": "city of the Eiffel Tower", "answered": True, "finding": "Paris",
+         "needs": [], "passage_ids": [eiffel, louvre]},
+        {"query": "river through #1", "answered": False, "finding": "", "needs": ["q1"],
+         "passage_ids": [seine]},
+    ]  # fmt: skip
+    rows = [
+        {"id": "tiny-1", "prediction": "Louvre", "f1": 0.0, "planner": {
+            "sub_queries": subs, "sources": ["Louvre", "Seine"],
+            "citation_check": {"answered_as": "one_call"}}},
+        {"id": "tiny-2", "prediction": "1937", "f1": 1.0, "planner": {
+            "sub_queries": [], "sources": [], "citation_check": {"plan_resolved": True}}},
+    ]  # fmt: skip
+    run = tmp_path / "full"
+    run.mkdir()
+    (run / "details.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return run
+
+
+def test_each_arm_reads_its_passages(bench: ModuleType, tmp_path: Path) -> None:
+    [item] = bench.open_rows(TINY, recorded_run(tmp_path))
+    ids = {t: paragraph_id(t) for t in ("Eiffel Tower", "Seine", "Louvre")}
+    assert item["question_hits"] == [ids["Louvre"], ids["Seine"]]
+    assert item["finding_first"] == [ids["Eiffel Tower"]]
+    assert item["findings"] == [("city of the Eiffel Tower", "Paris")]
+    chat = RoutedChatModel(
+        routes={
+            "rag_answer": json.dumps({"answer": "Seine"}),
+            "answer": json.dumps({"short_answer": "the Seine", "answer": "It is the Seine [1]."}),
+        }
+    )
+    cfg = PlannerSettings()
+    answers = {arm: asyncio.run(bench.answer(chat, arm, item, cfg)) for arm in bench.ARMS}
+    assert answers == {"one_call": "Seine", "findings_first": "Seine", "chain": "the Seine"}
+    prompts = [text for _, text in chat.seen]
+    first = [p.split("Passages:")[1].split("\n[2]")[0] for p in prompts]
+    assert "Louvre:" in first[0] and "Eiffel Tower:" in first[1] and "Eiffel Tower:" in first[2]
+    assert "- city of the Eiffel Tower: Paris" in prompts[2]  # only the chain arm has notes
+    assert "Notes:" not in prompts[0] + prompts[1]
+    assert bench.paired([1.0, 0.0, 1.0], [0.0, 0.0, 1.0]).endswith("1/0")
