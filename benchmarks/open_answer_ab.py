@@ -1,7 +1,7 @@
 """How should a plan that did not resolve be answered? Arms over recorded open plans (the model).
 
 For each row of a recorded ``full`` run whose plan stayed open and was answered as one-call RAG
-(``citation_check.answered_as == "one_call"``), the answer step is asked again in three ways over
+(``citation_check.answered_as == "one_call"``), the answer step is asked again in four ways over
 passages rebuilt from the row, and each short answer is scored against the gold answers:
 
 - ``one_call``: one-call RAG's reader (``searchers.reader``) over the answer's own recorded
@@ -9,6 +9,8 @@ passages rebuilt from the row, and each short answer is scored against the gold 
   prediction says how well the rebuilt passages stand in for the originals);
 - ``findings_first``: the same reader over the first passage of each supported finding, in plan
   order, then the question's hits, up to the same count: the chain's evidence with no notes;
+- ``hops``: the same reader over each searched query's first two passages in plan order, then
+  the question's hits;
 - ``chain``: the planner's answer prompt with the supported findings as notes over each searched
   query's first two passages in plan order, then the question's hits (the former default,
   ``open_plan_answer="chain"``).
@@ -49,7 +51,7 @@ from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
 
-ARMS = ("one_call", "findings_first", "chain")
+ARMS = ("one_call", "findings_first", "hops", "chain")
 
 
 def texts_of(questions: dict[str, EvalQuestion]) -> tuple[dict[str, tuple[str, str]], dict]:
@@ -109,8 +111,8 @@ async def answer(chat: Any, arm: str, item: dict[str, Any], cfg: PlannerSettings
     q: EvalQuestion = item["question"]
     texts, limit, chars = item["texts"], cfg.answer_sources, cfg.passage_chars
     scope = RunScope(llm_timeout_s=300)
-    if arm in ("one_call", "findings_first"):
-        lead = item["finding_first"] if arm == "findings_first" else []
+    if arm in ("one_call", "findings_first", "hops"):
+        lead = {"findings_first": item["finding_first"], "hops": item["hops"]}.get(arm, [])
         ids = list(dict.fromkeys([*lead, *item["question_hits"]]))[:limit]
         passages = numbered(ids, texts, chars, q.question)
         reply = await read_short_answer(chat, q.question, passages, scope=scope, step="answer")

@@ -67,10 +67,14 @@ def test_each_arm_reads_its_passages(bench: ModuleType, tmp_path: Path) -> None:
     )
     cfg = PlannerSettings()
     answers = {arm: asyncio.run(bench.answer(chat, arm, item, cfg)) for arm in bench.ARMS}
-    assert answers == {"one_call": "Seine", "findings_first": "Seine", "chain": "the Seine"}
+    assert answers == {
+        "one_call": "Seine", "findings_first": "Seine", "hops": "Seine", "chain": "the Seine"
+    }  # fmt: skip
     prompts = [text for _, text in chat.seen]
-    first = [p.split("Passages:")[1].split("\n[2]")[0] for p in prompts]
-    assert "Louvre:" in first[0] and "Eiffel Tower:" in first[1] and "Eiffel Tower:" in first[2]
-    assert "- city of the Eiffel Tower: Paris" in prompts[2]  # only the chain arm has notes
-    assert "Notes:" not in prompts[0] + prompts[1]
+    shown = [p.split("Passages:")[1] for p in prompts]
+    assert shown[0].startswith("\n[1] Louvre:") and shown[1].startswith("\n[1] Eiffel Tower:")
+    assert shown[2].startswith("\n[1] Eiffel Tower:") and "[2] Louvre:" in shown[2]
+    assert "[3] Seine:" in shown[2]  # each hop's passages in plan order, then the question's
+    assert "- city of the Eiffel Tower: Paris" in prompts[3]  # only the chain arm has notes
+    assert "Notes:" not in "".join(prompts[:3])
     assert bench.paired([1.0, 0.0, 1.0], [0.0, 0.0, 1.0]).endswith("1/0")
