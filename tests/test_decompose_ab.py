@@ -5,9 +5,7 @@ folder of prompt files is laid over the project's and the project's come back af
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,19 +13,13 @@ import pytest
 
 import prompts
 from evals.datasets import EvalQuestion, GoldHop
+from tests.benchmark_module import load_benchmark
 from tests.routed_chat import RoutedChatModel
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "decompose_ab.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("decompose_ab", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("decompose_ab")
 
 
 def musique(question: str, hops: int) -> EvalQuestion:

@@ -5,28 +5,20 @@ the product's numbers."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from searchers.corpus import read_passages
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "documents_bench.py"
+from tests.benchmark_module import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("documents_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("documents_bench")
 
 
 def test_the_pdf_puts_each_fact_on_its_page(bench: ModuleType, tmp_path: Path) -> None:

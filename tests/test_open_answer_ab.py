@@ -5,9 +5,7 @@ and each arm reads what it should, in the prompt it should."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,20 +13,15 @@ import pytest
 
 from agent.settings import PlannerSettings
 from searchers.corpus import paragraph_id
+from tests.benchmark_module import load_benchmark
 from tests.routed_chat import RoutedChatModel
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "open_answer_ab.py"
 TINY = Path(__file__).parent / "data_eval" / "eval_tiny_hotpot.jsonl"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("open_answer_ab", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("open_answer_ab")
 
 
 def recorded_run(tmp_path: Path) -> Path:
