@@ -44,7 +44,7 @@ from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever
 from searchers.passages import Hit, Passage, numbered_passages
-from searchers.reader import read_short_answer, reader_passages
+from searchers.reader import read_short_answer
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.retrieval import Retriever
 from searchers.searcher import SearchBudget, Searcher
@@ -220,7 +220,7 @@ async def read_passages(
         deadline_s=ctx.settings.llm.timeout_s,
         llm_timeout_s=ctx.settings.llm.timeout_s,
     ).scope()
-    passages = reader_passages(list(hits), chars, question)
+    passages = numbered_passages(list(hits), max_chars=chars, query=question)
     reply = await read_short_answer(ctx.chat, question, passages, scope=scope, step="rag_answer")
     contexts = [shown_text(hit, chars, question) for hit in hits]
     if reply.value is None:

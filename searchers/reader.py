@@ -14,7 +14,6 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 import prompts
-from searchers.passages import Hit, numbered_passages
 from searchers.searcher import RunScope
 from searchers.structured_calls import Reply, ask
 from searchers.text import key_terms, split_sentences
@@ -28,8 +27,8 @@ class ReaderReply(BaseModel):
 async def read_short_answer(
     chat: BaseChatModel, question: str, passages: str, *, scope: RunScope, step: str
 ) -> Reply[ReaderReply]:
-    """The reader's one call over ``passages``, numbered and trimmed as ``reader_passages``
-    writes them."""
+    """The reader's one call over ``passages``, numbered and trimmed as
+    ``searchers.passages.numbered_passages`` writes them around the question."""
     return await ask(
         chat,
         ReaderReply,
@@ -39,27 +38,31 @@ async def read_short_answer(
     )
 
 
-def reader_passages(hits: list[Hit], chars: int, question: str) -> str:
-    """``hits`` numbered from 1, each trimmed to ``chars`` around the question."""
-    return numbered_passages(hits, max_chars=chars, query=question)
-
-
-def holding_sentence(short: str, shown: list[tuple[int, str]], question: str) -> str | None:
-    """``"<sentence> [n]"``: the shown sentence that holds ``short`` and most of the question's
-    key terms, cited by its passage's number; None when no shown sentence holds it. It is the
-    long answer of a reply that has only a short one: a sentence the passage itself states."""
-    if not short.strip():
-        return None
+def best_sentence(
+    shown: list[tuple[int, str]], question: str, *, holding: str = "", min_terms: int = 0
+) -> tuple[int, str] | None:
+    """(passage number, sentence): the shown sentence with the most of the question's key
+    terms, the first of equals, among those that hold ``holding`` (a span, when given) and
+    share at least ``min_terms`` terms; None when no sentence qualifies."""
     terms = key_terms(question)
     best: tuple[int, int, str] | None = None
     for number, text in shown:
         for sentence in split_sentences(text):
-            if not contains_span(short, sentence):
+            if holding and not contains_span(holding, sentence):
                 continue
             hits = terms_present(terms, sentence)
-            if best is None or hits > best[0]:
+            if hits >= min_terms and (best is None or hits > best[0]):
                 best = (hits, number, sentence.strip())
-    if best is None:
+    return None if best is None else (best[1], best[2])
+
+
+def holding_sentence(short: str, shown: list[tuple[int, str]], question: str) -> str | None:
+    """``"<sentence> [n]."``: the shown sentence that holds ``short`` and most of the
+    question's key terms, cited by its passage's number; None when no shown sentence holds it.
+    It is the long answer of a reply that has only a short one: a sentence the passage itself
+    states."""
+    found = best_sentence(shown, question, holding=short) if short.strip() else None
+    if found is None:
         return None
-    sentence = best[2].rstrip(" .")
-    return f"{sentence} [{best[1]}]."
+    number, sentence = found
+    return f"{sentence.rstrip(' .')} [{number}]."

@@ -35,11 +35,10 @@ from agent.results import Citation, shown_source
 from agent.settings import PlannerSettings
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, focus_text
-from searchers.reader import ReaderReply, holding_sentence, read_short_answer
+from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
 from searchers.searcher import SearchResult
 from searchers.structured_calls import Reply, ask
-from searchers.text import key_terms, split_sentences
-from searchers.verification import contains_span, terms_present
+from searchers.verification import contains_span
 
 ANSWER_MAX_TOKENS = 256
 
@@ -241,16 +240,11 @@ def _extract_without_model(question: str, texts: list[SourceText]) -> tuple[str,
     no short answer (none was read). A slow or queued model is not a dead one: the user gets
     the passage the answer most likely sits in, flagged degraded, instead of an error. None
     when nothing was shown or no sentence shares a term with the question."""
-    terms = key_terms(question)
-    best: tuple[int, int, str] | None = None
-    for t in texts:
-        for sentence in split_sentences(t.text):
-            hits = terms_present(terms, sentence)
-            if hits and (best is None or hits > best[0]):
-                best = (hits, t.n, sentence.strip())
-    if best is None:
+    found = best_sentence([(t.n, t.text) for t in texts], question, min_terms=1)
+    if found is None:
         return None
-    return "", f"{best[2]} [{best[1]}]"
+    number, sentence = found
+    return "", f"{sentence} [{number}]"
 
 
 async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
@@ -258,7 +252,8 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     cfg = run.planner
     started = time.monotonic()
     nameless = nameless_queries(state) if cfg.summarize and cfg.nameless_open else []
-    plan_resolved = cfg.summarize and resolved(state) and not nameless
+    complete = cfg.summarize and resolved(state)  # every query found something
+    plan_resolved = complete and not nameless
     open_plan = cfg.summarize and not plan_resolved
     fallback = _one_call_sources(state, cfg) if open_plan else None
     sources = fallback or _answer_sources(
@@ -353,7 +348,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     }
     if unplanned:
         report["answered_as"] = "one_call" if fallback else "hops"
-    if nameless and cfg.summarize and resolved(state):
+    if nameless and complete:
         report["nameless_queries"] = nameless
     if settled.chain_end is not None:
         report["chain_end"] = settled.chain_end

@@ -161,7 +161,8 @@ def names_nothing(query: str, question: str) -> bool:
     such fragments for HotpotQA's bridge questions, and whatever its search finds is not tied
     to the question's chain. A question written all in lower case (after its first word) gives
     nothing to judge by, so no query of it is flagged."""
-    rest = question.split(maxsplit=1)[1] if len(question.split()) > 1 else ""
+    words = question.split(maxsplit=1)
+    rest = words[1] if len(words) > 1 else ""
     return bool(_NAMES.search(rest)) and not _NAMES.search(query)
 
 
