@@ -54,9 +54,8 @@ from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
     REF,
     clean_queries,
-    inline_bare_names,
+    kept_queries,
     names_nothing,
-    on_topic,
     plan_sub_queries,
 )
 from agent.planner.relations import relation_plan
@@ -112,7 +111,7 @@ class Plan:
 def planned(question: str, raw: list[str]) -> list[str]:
     """The queries the decompose node keeps from ``raw`` and their implicit ``#n``."""
     limit = MAX_QUERIES_PER_CALL
-    pairs = inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
+    pairs = kept_queries(raw, question, limit)
     pairs = pairs or clean_queries([question], set(), 1)
     ready, waiting = plan_sub_queries(pairs, 0, "decompose")
     return [q["query"] for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))]

@@ -45,7 +45,7 @@ from agent.runtime.chat_models import build_chat_model
 from agent.settings import PlannerSettings, Settings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_f1
-from searchers.passages import focus_text
+from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
@@ -101,10 +101,8 @@ def open_rows(dataset: Path, run: Path) -> list[dict[str, Any]]:
 
 
 def numbered(ids: list[str], texts: dict[str, tuple[str, str]], chars: int, focus: str) -> str:
-    return "\n".join(
-        f"[{n}] {texts[p][0]}: {focus_text(texts[p][1], chars, focus)}"
-        for n, p in enumerate(ids, start=1)
-    )
+    hits = [Hit(Passage(p, texts[p][0], texts[p][1], {}), 1.0) for p in ids]
+    return numbered_passages(hits, max_chars=chars, query=focus) if hits else ""
 
 
 async def answer(chat: Any, arm: str, item: dict[str, Any], cfg: PlannerSettings) -> str:

@@ -16,8 +16,7 @@ from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
     clean_queries,
     conversation_text,
-    inline_bare_names,
-    on_topic,
+    kept_queries,
     plan_sub_queries,
     question_sends,
     sends,
@@ -97,7 +96,7 @@ async def decompose(
     else:
         if planning:
             raw, errors = await _plan(runtime, state, limit, shape)
-        pairs = inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
+        pairs = kept_queries(raw, question, limit)
     kept = {q for q, _ in pairs}
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]

@@ -143,6 +143,12 @@ def inline_bare_names(pairs: list[tuple[str, str]], question: str) -> list[tuple
     return kept
 
 
+def kept_queries(raw: list[str], question: str, limit: int) -> list[tuple[str, str]]:
+    """The model's planned queries the decompose node keeps: cleaned, on the question's topic,
+    bare names folded into the hops that build on them."""
+    return inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
+
+
 def generic(query: str) -> bool:
     """A query of one lower-case word ("city"): measured on MuSiQue, the planner wrote "city"
     for "the city sharing a border with ...", and its search found an unrelated Oklahoma City
