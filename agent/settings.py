@@ -331,12 +331,18 @@ class PlannerSettings(BaseModel):
     # wrong finding from the notes ("compilation album", "Joel Guzmán"). "one_call" answers an
     # open plan the way one-call RAG does: the question's own hits, no notes, no open step, no
     # chain rules (a comparison over supported findings still applies); "hops" keeps an open
-    # plan's hop passages and drops the notes likewise.
-    open_plan_answer: Literal["chain", "hops", "one_call"] = Field(
+    # plan's hop passages and drops the notes likewise. "findings_first" (the same reader over
+    # each supported finding's passage, then the question's hits), re-asked on the recorded
+    # open plans of the tuning runs (``benchmarks/open_answer_ab.py``): -0.4 [-7.1, +5.9] on
+    # HotpotQA's 17, +3.5 [0.0, +10.2] (2/0) on MuSiQue's 16 against "one_call"; not yet
+    # measured end to end, so not the default.
+    open_plan_answer: Literal["chain", "hops", "one_call", "findings_first"] = Field(
         "one_call",
         description="how a plan that did not resolve is answered: chain = its hop passages and "
         "notes; hops = its hop passages, no notes; one_call = the question's own hits alone, "
-        "read by one-call RAG's reader (short answer, then the shown sentence holding it)",
+        "read by one-call RAG's reader (short answer, then the shown sentence holding it); "
+        "findings_first = the same reader over each supported finding's passage, then the "
+        "question's hits",
     )
 
     @field_validator("searchers", mode="before")

@@ -7,8 +7,9 @@ passages rebuilt from the row, and each short answer is scored against the gold 
 - ``one_call``: one-call RAG's reader (``searchers.reader``) over the answer's own recorded
   sources, the question's first hits: what the row did (its agreement with the recorded
   prediction says how well the rebuilt passages stand in for the originals);
-- ``findings_first``: the same reader over the first passage of each supported finding, in plan
-  order, then the question's hits, up to the same count: the chain's evidence with no notes;
+- ``findings_first``: the same reader over the passage of each supported finding (the query's
+  first hit in rows that do not record it), in plan order, then the question's hits, up to the
+  same count: the chain's evidence with no notes;
 - ``hops``: the same reader over each searched query's first two passages in plan order, then
   the question's hits;
 - ``chain``: the planner's answer prompt with the supported findings as notes over each searched
@@ -77,8 +78,9 @@ def open_rows(dataset: Path, run: Path) -> list[dict[str, Any]]:
             continue
         subs = planner.get("sub_queries") or []
         planned = {p for s in subs for p in s.get("passage_ids") or []}
-        question_hits = []
-        for title in planner.get("sources") or []:
+        # rows written since the answer's sources are recorded by id name them exactly
+        question_hits = [p for p in planner.get("source_ids") or [] if p in texts]
+        for title in [] if question_hits else planner.get("sources") or []:
             ids = by_title.get(title) or []
             pick = next((p for p in ids if p in planned), ids[0] if ids else None)
             if pick and pick not in question_hits:
@@ -91,7 +93,13 @@ def open_rows(dataset: Path, run: Path) -> list[dict[str, Any]]:
                 "recorded_f1": row["f1"],
                 "question_hits": question_hits,
                 "findings": [(s["query"], s["finding"]) for s in supported],
-                "finding_first": [s["passage_ids"][0] for s in supported if s.get("passage_ids")],
+                # the passage that holds the finding where the row records it, else the
+                # query's first hit
+                "finding_first": [
+                    (s.get("finding_sources") or s["passage_ids"])[0]
+                    for s in supported
+                    if s.get("finding_sources") or s.get("passage_ids")
+                ],
                 "hops": [p for s in subs for p in (s.get("passage_ids") or [])[:HOP_PASSAGES]],
                 "queries": [s["query"] for s in subs],
                 "texts": texts,

@@ -491,10 +491,14 @@ def planner_record(result: AskResult) -> dict[str, Any]:
                 "needs": q.needs,
                 "replaces": q.replaces,
                 "passage_ids": list(q.passage_ids),
+                "finding_sources": list(q.summary_sources),  # the passages that hold it
             }
             for q in result.sub_queries
         ],
         "sources": [s["title"] for s in result.sources],
+        # the passages the answer read, by id: titles repeat in MuSiQue, so a rereading of
+        # the rows (benchmarks/open_answer_ab.py) can tell which paragraph was shown
+        "source_ids": [s["id"] for s in result.sources],
         "citation_check": result.citation_check,
     }
 

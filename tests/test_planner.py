@@ -1215,6 +1215,35 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     assert cited == f"{ids.index(citation.id) + 1}]."
 
 
+async def test_an_open_plan_can_read_its_supported_findings_first(index) -> None:
+    """``open_plan_answer="findings_first"``: the same one-call reader, over the passage that
+    supports each supported finding (the hop that resolved) ahead of the question's own hits,
+    within ``answer_sources``, still with no notes; the row says which way it was answered."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    # the first hop's finding is read from the Seine's passage ("It flows through Paris"),
+    # which is not among the question's first hits; the second hop finds nothing
+    chat.routes["decompose"] = reply(
+        queries=["city the Seine river flows through", "tower that stands in #1"]
+    )
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Seine=("Paris", "Seine"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
+    agent = HoptreeAgent(
+        chat, {"keywords": KeywordSearcher(index)},
+        planner=PlannerSettings(open_plan_answer="findings_first", answer_sources=3),
+        budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
+    )  # fmt: skip
+    result = await agent.ask(QUESTION)
+    first, second = result.sub_queries[:2]
+    assert first.answered and not second.answered  # the plan stayed open after one hop
+    ids = [s["id"] for s in result.sources]
+    assert result.sources[0]["title"] == "Seine" and ids[0] == first.summary_sources[0]
+    assert ids == list(dict.fromkeys([first.summary_sources[0], *question_top]))[:3]
+    assert ids != question_top  # the hop's passage is not one of the question's first hits
+    [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
+    assert route == "rag_answer" and "Notes:" not in prompt.split("Passages:")[0]
+    assert result.citation_check["answered_as"] == "findings_first"
+
+
 async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:
     """A resolved plan reads its findings' passages; with ``question_hits_first`` the
     question's own first hits follow them, within ``answer_sources``."""

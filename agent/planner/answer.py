@@ -74,6 +74,8 @@ def _focus(state: PlannerState) -> str:
 
 MIN_RESOLVED_SOURCES = 2
 HOP_PASSAGES = 2  # per searched query, in plan order, when an open plan reads its chain
+# the open-plan answers read by one-call RAG's reader (``searchers/reader.py``)
+READER_ANSWERS = ("one_call", "findings_first")
 
 
 def resolved(state: PlannerState) -> bool:
@@ -119,7 +121,7 @@ def _answer_sources(
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
     it). An open plan answered along its chain (``open_plan_answer="chain"``; the default
-    reads the question's own hits instead, ``_one_call_sources``) reads it the way the oracle
+    reads the question's own hits instead, ``_reader_sources``) reads it the way the oracle
     does, hop by hop: the first ``HOP_PASSAGES`` passages of each searched query in plan
     order, then the question's as-written retrieval (one-call RAG's passages), then whatever
     else was found, ranked by the question's and the findings' names (a plan with no supported
@@ -153,14 +155,28 @@ def _answer_sources(
     return [passages[pid] for pid in ids]
 
 
-def _one_call_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str, Any]] | None:
-    """An open plan's passages under ``open_plan_answer="one_call"``: the question's own first
-    hits, one-call RAG's context. None when that setting is off or the question was not
-    searched as written (the plan's own passages are all there is)."""
-    if cfg.open_plan_answer != "one_call" or not cfg.question_search:
+def _reader_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str, Any]] | None:
+    """An open plan's passages when one-call RAG's reader answers it: the question's own first
+    hits (``open_plan_answer="one_call"``: one-call RAG's context), led under
+    ``"findings_first"`` by the passage that supports each supported finding, in plan order
+    (the hops that did resolve, with no notes and no chain to follow). Up to
+    ``answer_sources``. None when the open plan is answered another way or the question was
+    not searched as written (the plan's own passages are all there is)."""
+    if cfg.open_plan_answer not in READER_ANSWERS or not cfg.question_search:
         return None
-    hits = _question_hits(state, cfg.k)[: cfg.answer_sources]
-    return [hit.to_json() for hit in hits] or None
+    hits = _question_hits(state, cfg.k)
+    shown = {hit.id: hit.to_json() for hit in hits}
+    lead: list[str] = []
+    if cfg.open_plan_answer == "findings_first":
+        known = state.get("passages", {})
+        for finding in supported_findings(state):
+            pid = next((p for p in finding.sources if p in known or p in shown), None)
+            if pid is not None:
+                lead.append(pid)
+                if pid not in shown:
+                    shown[pid] = known[pid]
+    ids = list(dict.fromkeys([*lead, *(hit.id for hit in hits)]))[: cfg.answer_sources]
+    return [shown[pid] for pid in ids] or None
 
 
 def _hops(state: PlannerState) -> list[Hop]:
@@ -255,7 +271,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     complete = cfg.summarize and resolved(state)  # every query found something
     plan_resolved = complete and not nameless
     open_plan = cfg.summarize and not plan_resolved
-    fallback = _one_call_sources(state, cfg) if open_plan else None
+    fallback = _reader_sources(state, cfg) if open_plan else None
     sources = fallback or _answer_sources(
         state,
         cfg.answer_sources,
@@ -347,7 +363,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         "plan_resolved": plan_resolved,
     }
     if unplanned:
-        report["answered_as"] = "one_call" if fallback else "hops"
+        report["answered_as"] = cfg.open_plan_answer if fallback else "hops"
     if nameless and complete:
         report["nameless_queries"] = nameless
     if settled.chain_end is not None:
