@@ -89,17 +89,7 @@ class LlamaServer:
             check_gguf(self.gguf)
             import xllamacpp  # heavy native import, only when the embedded model is used
 
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.gguf)
-            params.n_ctx = self.n_ctx
-            params.n_parallel = self.parallel
-            params.cpuparams.n_threads = self.threads
-            params.cpuparams_batch.n_threads = self.threads
-            params.hostnames = ["127.0.0.1"]
-            params.model_alias = {self.alias}
-            params.verbosity = -1  # llama.cpp logs go nowhere; our trace says what matters
-            params.n_cache_reuse = self.cache_reuse
-            self._speculate(params, xllamacpp)
+            params = self.params(xllamacpp)
             started = time.monotonic()
             last_error: Exception | None = None
             for _attempt in range(3):  # the free port can be taken between probe and bind
@@ -122,6 +112,22 @@ class LlamaServer:
             self.load_seconds = time.monotonic() - started
             atexit.register(self.close)
             return self
+
+    def params(self, xllamacpp: Any) -> Any:
+        """The server's ``CommonParams`` (no port yet): what ``start`` launches.
+        ``benchmarks/server_speed.py`` launches the same with one knob changed."""
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.gguf)
+        params.n_ctx = self.n_ctx
+        params.n_parallel = self.parallel
+        params.cpuparams.n_threads = self.threads
+        params.cpuparams_batch.n_threads = self.threads
+        params.hostnames = ["127.0.0.1"]
+        params.model_alias = {self.alias}
+        params.verbosity = -1  # llama.cpp logs go nowhere; our trace says what matters
+        params.n_cache_reuse = self.cache_reuse
+        self._speculate(params, xllamacpp)
+        return params
 
     def _speculate(self, params: Any, xllamacpp: Any) -> None:
         """Speculative decoding: drafts from n-grams already in the context (no model, no
