@@ -613,3 +613,33 @@ def quality_report_command(
     except ReportError as exc:
         raise _fail(str(exc)) from exc
     sys.stdout.write(text)
+
+
+@eval_app.command("plans")
+def plans_command(
+    runs: Annotated[list[Path], typer.Argument(help="planner run directories (full, ablations)")],
+    dataset: Annotated[
+        Path | None,
+        typer.Option("--dataset", help="the question file (default: the one run.json names)"),
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="also write the table as markdown here")
+    ] = None,
+) -> None:
+    """Why plans stay open, from the gold hops (MuSiQue, 2Wiki): resolved on or off the chain,
+    a nameless query, a wrong finding upstream, or the failing hop's gold paragraph shown,
+    retrieved below what was shown, or not retrieved (read from the rows)."""
+    from evals.plan_outcomes import PlanOutcomeError, plan_outcomes, plan_outcomes_markdown
+
+    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
+    if missing:
+        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    try:
+        results = [plan_outcomes(Path(run), dataset) for run in runs]
+    except PlanOutcomeError as exc:
+        raise _fail(str(exc)) from exc
+    text = plan_outcomes_markdown(results)
+    sys.stdout.write(text)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(text, encoding="utf-8")

@@ -1,0 +1,160 @@
+"""Why a planner's plans stay open, read from its rows and the question file's gold hops.
+
+A plan resolves when every query it searched has a supported finding; the rest are answered
+as one-call RAG. Scoring the answer says how often that goes wrong, not why the chain broke.
+With the gold decomposition (MuSiQue's ``question_decomposition``, 2Wiki's ``evidences``:
+each hop's answer and paragraph) every plan falls in the first class that fits:
+
+- ``resolved``: every query found a supported finding, and each finding is some gold hop's
+  answer (or the question's);
+- ``resolved off the chain``: resolved, but a finding is no gold hop's answer (the plan asked
+  something else, or the findings step took the wrong span);
+- ``open: nameless query``: a query named nothing, so the plan was answered as open
+  (``PlannerSettings.nameless_open``);
+- ``open: a wrong finding``: a supported finding is no gold hop's answer: the chain went
+  astray before the hop that failed (a wrong bridge fills the next hop with the wrong name);
+- ``open: gold shown, unsupported``: the first query without a finding had a gold paragraph
+  among the passages its findings call read (its first ``summary_passages``): the model did
+  not take the span, or wrote one its passages do not hold;
+- ``open: gold retrieved, not shown``: its gold paragraph was retrieved below those;
+- ``open: gold not retrieved``: none of its passages is a gold paragraph.
+
+Findings match a hop when their F1 against its answer is at least ``MATCH_F1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals.datasets import EvalQuestion, load_questions, resolve_format
+from evals.metrics import best_f1
+
+CLASSES = (
+    "resolved",
+    "resolved off the chain",
+    "open: nameless query",
+    "open: a wrong finding",
+    "open: gold shown, unsupported",
+    "open: gold retrieved, not shown",
+    "open: gold not retrieved",
+)
+MATCH_F1 = 0.5
+SUMMARY_PASSAGES = 3  # PlannerSettings.summary_passages, for runs that do not record it
+
+
+class PlanOutcomeError(ValueError):
+    """The run cannot be classified (no planner rows, no gold hops, another question file)."""
+
+
+def _on_chain(finding: str, question: EvalQuestion) -> bool:
+    golds = [hop.answer for hop in question.gold_hops] + list(question.answers)
+    return best_f1(finding, golds) >= MATCH_F1
+
+
+def classify_plan(
+    row: Mapping[str, Any], question: EvalQuestion, shown: int = SUMMARY_PASSAGES
+) -> str | None:
+    """The class of one planner row, or None when it cannot say (no plan, no gold hops)."""
+    planner = row.get("planner") or {}
+    subs = planner.get("sub_queries") or []
+    if not subs or not question.gold_hops:
+        return None
+    check = planner.get("citation_check") or {}
+    found = [s for s in subs if s.get("answered") and s.get("finding")]
+    off_chain = [s for s in found if not _on_chain(str(s["finding"]), question)]
+    if check.get("plan_resolved"):
+        return "resolved off the chain" if off_chain else "resolved"
+    if check.get("nameless_queries"):
+        return "open: nameless query"
+    if off_chain:
+        return "open: a wrong finding"
+    gold = {hop.passage_id for hop in question.gold_hops}
+    failed = next((s for s in subs if not s.get("answered")), None)
+    if failed is None:  # every query answered and still open: a hop waits behind another
+        return "open: gold shown, unsupported"
+    ids = list(failed.get("passage_ids") or [])
+    if gold & set(ids[:shown]):
+        return "open: gold shown, unsupported"
+    if gold & set(ids):
+        return "open: gold retrieved, not shown"
+    return "open: gold not retrieved"
+
+
+@dataclass
+class PlanOutcomes:
+    run: str
+    counts: dict[str, int] = field(default_factory=dict)
+    f1: dict[str, float] = field(default_factory=dict)  # mean F1 of the class's questions
+    unclassified: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def question_file(run: Path, dataset: Path | None = None) -> Path:
+    """The question file a run answered: ``dataset`` if given, else the one its run.json
+    names (relative to the working directory, as ``eval run`` was given it); refused when its
+    SHA-256 is not the run's."""
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    path = dataset or Path(meta.get("dataset", ""))
+    if not path.is_file():
+        raise PlanOutcomeError(f"{run}: question file {path} not found (pass --dataset)")
+    recorded = meta.get("dataset_sha256")
+    if recorded and _sha256(path) != recorded:
+        raise PlanOutcomeError(f"{run}: {path} is not the question file the run answered")
+    return path
+
+
+def plan_outcomes(run: Path, dataset: Path | None = None) -> PlanOutcomes:
+    path = question_file(run, dataset)
+    questions = {q.id: q for q in load_questions(path, resolve_format(path))}
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    shown = int((meta.get("planner_settings") or {}).get("planner.summary_passages", 3))
+    out = PlanOutcomes(f"{run.parent.name}/{run.name}")
+    sums: dict[str, float] = {}
+    for line in (run / "details.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        question = questions.get(row["id"])
+        kind = classify_plan(row, question, shown) if question is not None else None
+        if kind is None:
+            out.unclassified += 1
+            continue
+        out.counts[kind] = out.counts.get(kind, 0) + 1
+        sums[kind] = sums.get(kind, 0.0) + float(row.get("f1") or 0.0)
+    if not out.counts:
+        raise PlanOutcomeError(f"{run}: no planner row with gold hops to classify")
+    out.f1 = {k: 100 * sums[k] / n for k, n in out.counts.items()}
+    return out
+
+
+def plan_outcomes_markdown(results: Sequence[PlanOutcomes]) -> str:
+    """One row per run: each class's questions and their mean F1."""
+    lines = [
+        "| run | plans | " + " | ".join(CLASSES) + " |",
+        "|---|---:|" + "---:|" * len(CLASSES),
+    ]
+    for r in results:
+        cells = [f"{r.counts[c]} ({r.f1[c]:.1f})" if r.counts.get(c) else "0" for c in CLASSES]
+        lines.append(f"| {r.run} | {r.total} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Each cell: plans of that class (their mean F1). " + CLASS_NOTE)
+    return "\n".join(lines) + "\n"
+
+
+CLASS_NOTE = (
+    "A finding is on the chain when its F1 against some gold hop's answer (or the question's) is "
+    f"at least {MATCH_F1}; an open plan is classed by its first query without a finding "
+    "(`evals/plan_outcomes.py`)."
+)
