@@ -262,6 +262,15 @@ class PlannerSettings(BaseModel):
         3, ge=1, le=20, description="fused passages per atomic query shown to the findings call"
     )
     passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
+    # On the MuSiQue rows the findings call took a span that is no gold hop's answer in 50 of
+    # 87 plans, most often from the gold paragraph itself (`hoptree eval plans`); "reader" asks
+    # each query as one-call RAG asks a question (``searchers/reader.py``: a short answer alone,
+    # no JSON), one call per query, over the same passages and support check.
+    findings_call: Literal["batched", "reader"] = Field(
+        "batched",
+        description="batched = one JSON call a round for all its queries; reader = one "
+        "one-call-RAG reader call per query (more calls, far shorter replies)",
+    )
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
     )

@@ -192,6 +192,38 @@ async def test_a_dependent_query_waits_for_the_answer_it_needs(index) -> None:
     assert hop.data["origin"] == "hop"
 
 
+async def test_each_query_can_be_read_as_one_call_rag_reads_a_question(index) -> None:
+    """``findings_call="reader"``: no findings call; each atomic query is asked alone with the
+    reader's prompt over its own shown passages (one call per query), its span goes through
+    the same support check, and the chain resolves as with the batched call. A span its
+    passages do not hold is not a finding."""
+
+    def reader(messages: list[BaseMessage]) -> str:
+        question = user_text(messages).split("\n", 1)[0]
+        if "Eiffel Tower stands" in question:
+            return reply(answer="Paris")
+        return reply(answer="Seine" if "through Paris" in question else "Loire")
+
+    chat = two_hop_chat()
+    chat.routes["rag_answer"] = reader
+    planner = PlannerSettings(findings_call="reader")
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(QUESTION)
+    assert [q.summary for q in result.sub_queries] == ["Paris", "Seine"]
+    assert all(q.answered for q in result.sub_queries) and result.stopped == "sufficient"
+    asked = [text for route, text in chat.seen if route == "rag_answer"]
+    assert chat.count("summarize") == 0 and len(asked) == 2
+    assert asked[0].startswith("Question: city where the Eiffel Tower stands\n")
+    assert "] Paris:" in asked[0].split("Passages:")[1]  # its own windowed passages
+    assert result.llm_calls == len(chat.seen) == 4  # decompose, two readers, answer
+    assert result.usage_by_step["summarize"]["calls"] == 2
+
+    # a reply its passages do not hold stays unsupported: the hop is open
+    chat = two_hop_chat()
+    chat.routes["rag_answer"] = lambda m: reply(answer="Loire")
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(QUESTION)
+    assert not result.sub_queries[0].answered and result.sub_queries[0].proposed == "Loire"
+
+
 async def test_the_answer_reads_the_findings_passages_first_with_notes(index) -> None:
     chat = two_hop_chat()
     result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)

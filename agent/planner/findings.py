@@ -1,9 +1,11 @@
 """The ``summarize`` node: one call per round copies each query's answer span out of its
-passages. A span counts only when a passage about the query's subject holds it
+passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
+counts only when a passage about the query's subject holds it
 (``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked again."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -22,8 +24,9 @@ from agent.planner.state import (
 from agent.planner.trace import emit
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, numbered_passages
+from searchers.reader import ReaderReply, read_short_answer
 from searchers.searcher import BudgetExceeded, SearchResult
-from searchers.structured_calls import ask
+from searchers.structured_calls import Reply, ask
 
 MAX_FINDING_CHARS = 200
 
@@ -94,6 +97,48 @@ def _finding(
     return _record(sub, span, sources, supported=found, answered=found, skipped=skipped)
 
 
+async def _read_each(
+    run: PlannerRun, asked: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
+) -> tuple[dict[int, QueryFinding], dict[int, Hit], bool]:
+    """``findings_call="reader"``: each query asked as one-call RAG asks a question, one call
+    per query (run at once; the server's slots take them in turn), over its passages windowed
+    as the findings call windows them. The replies come back in the batched call's shape: the
+    query's number, its span, and every passage it was shown (the support check then finds the
+    one that holds the span). A query the budget refuses keeps no answer; ``called`` is true
+    when any call was made."""
+    chars = run.planner.passage_chars
+    by_number: dict[int, Hit] = {}
+    numbers: dict[int, list[int]] = {}
+    for i, sub in enumerate(asked, start=1):
+        numbers[i] = []
+        for hit in shown[sub["id"]]:
+            by_number[len(by_number) + 1] = hit
+            numbers[i].append(len(by_number))
+
+    async def read(sub: SubQuery) -> Reply[ReaderReply] | BudgetExceeded:
+        text = numbered_passages(shown[sub["id"]], max_chars=chars, query=sub["query"], titled=True)
+        try:
+            return await read_short_answer(
+                run.chat, sub["query"], text, scope=run.rounds, step="summarize"
+            )
+        except BudgetExceeded as exc:
+            return exc
+
+    results = await asyncio.gather(*(read(sub) for sub in asked))
+    replies: dict[int, QueryFinding] = {}
+    called = False
+    for i, (sub, result) in enumerate(zip(asked, results, strict=True), start=1):
+        if isinstance(result, BudgetExceeded):
+            errors.append(f"summarize skipped {sub['id']}: {result.reason}")
+            continue
+        called = True
+        if result.value is None:
+            errors.append(f"summarize {sub['id']}: {result.error}")
+            continue
+        replies[i] = QueryFinding(query=i, answer=result.value.answer, passages=numbers[i][:6])
+    return replies, by_number, called
+
+
 async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
     """Fuse each of this round's queries' results and copy every answer span out of them in
     one call; earlier rounds keep their findings unless a follow-up's replaces one."""
@@ -112,7 +157,9 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     asked = [sub for sub in subs if shown[sub["id"]]]
     by_number: dict[int, Hit] = {}
     called = False
-    if cfg.summarize and asked:
+    if cfg.summarize and asked and cfg.findings_call == "reader":
+        replies, by_number, called = await _read_each(run, asked, shown, errors)
+    elif cfg.summarize and asked:
         text, by_number = _findings_prompt(asked, shown, cfg.passage_chars)
         try:
             reply = await ask(
