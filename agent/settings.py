@@ -103,6 +103,14 @@ class LLMSettings(BaseModel):
         description="reuse cached prompt chunks of at least this many tokens by shifting them "
         "(llama.cpp n_cache_reuse); 0 = only the common prefix is reused",
     )
+    # benchmarks/results/server-speed.md: without llama.cpp's repacked weight layouts the 1.5B
+    # Q4_K_M model read prompts 1.28x faster on this project's 2-core AVX2 machine and decoded
+    # 0.91x as fast (same replies); a planner question reads ~4 prompt tokens per written one.
+    local_repack: bool = Field(
+        True,
+        description="let llama.cpp repack the weights for the CPU's kernels (its default); "
+        "false reads prompts faster and decodes slower on the machine measured in the README",
+    )
     local_shared: bool = Field(
         True,
         description="one embedded model server per data dir, shared by every hoptree process "

@@ -156,6 +156,7 @@ def build_chat_model(
         speculative=llm.local_speculative,
         draft_gguf=str(draft) if draft is not None else None,
         cache_reuse=llm.local_cache_reuse,
+        repack=llm.local_repack,
         startup_timeout_s=llm.startup_timeout_s,
     )
     server: LlamaServer | None = None

@@ -55,6 +55,7 @@ class LlamaServer:
         speculative: str = "off",
         draft_gguf: Path | None = None,
         cache_reuse: int = 0,
+        repack: bool = True,
     ) -> None:
         if "draft" in speculative and draft_gguf is None:
             raise LocalServerError(f"speculative={speculative!r} needs a draft model GGUF")
@@ -67,6 +68,7 @@ class LlamaServer:
         self.speculative = speculative
         self.draft_gguf = draft_gguf
         self.cache_reuse = cache_reuse
+        self.repack = repack
         self.port: int | None = None
         self.load_seconds: float | None = None
         self._server: Any = None
@@ -126,6 +128,8 @@ class LlamaServer:
         params.model_alias = {self.alias}
         params.verbosity = -1  # llama.cpp logs go nowhere; our trace says what matters
         params.n_cache_reuse = self.cache_reuse
+        # the CPU backend's extra buffer types hold the weights repacked for its kernels
+        params.no_extra_bufts = not self.repack
         self._speculate(params, xllamacpp)
         return params
 

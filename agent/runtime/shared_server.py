@@ -78,6 +78,7 @@ class ServerSpec:
     speculative: str = "off"
     draft_gguf: str | None = None
     cache_reuse: int = 0
+    repack: bool = True
     startup_timeout_s: float = 180.0
 
     def same_model(self, other: ServerSpec) -> bool:
@@ -105,6 +106,7 @@ class ServerSpec:
             speculative=self.speculative,
             draft_gguf=Path(self.draft_gguf) if self.draft_gguf else None,
             cache_reuse=self.cache_reuse,
+            repack=self.repack,
         )
 
     def to_json(self) -> str:
