@@ -622,6 +622,10 @@ def plans_command(
         Path | None,
         typer.Option("--dataset", help="the question file (default: the one run.json names)"),
     ] = None,
+    against: Annotated[
+        list[Path] | None,
+        typer.Option("--against", help="another run (oracle, hybrid): its F1 on each class"),
+    ] = None,
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="also write the table as markdown here")
     ] = None,
@@ -631,11 +635,12 @@ def plans_command(
     retrieved below what was shown, or not retrieved (read from the rows)."""
     from evals.plan_outcomes import PlanOutcomeError, plan_outcomes, plan_outcomes_markdown
 
-    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
+    others = [Path(run) for run in against or []]
+    missing = [str(r) for r in [*runs, *others] if not (Path(r) / "details.jsonl").is_file()]
     if missing:
         raise _fail(f"no details.jsonl in: {', '.join(missing)}")
     try:
-        results = [plan_outcomes(Path(run), dataset) for run in runs]
+        results = [plan_outcomes(Path(run), dataset, others) for run in runs]
     except PlanOutcomeError as exc:
         raise _fail(str(exc)) from exc
     text = plan_outcomes_markdown(results)

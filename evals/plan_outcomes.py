@@ -91,6 +91,9 @@ class PlanOutcomes:
     counts: dict[str, int] = field(default_factory=dict)
     f1: dict[str, float] = field(default_factory=dict)  # mean F1 of the class's questions
     unclassified: int = 0
+    # other runs' mean F1 on each class's questions (the ones they finished): what one-call
+    # RAG and the oracle make of the same questions
+    others: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -115,13 +118,21 @@ def question_file(run: Path, dataset: Path | None = None) -> Path:
     return path
 
 
-def plan_outcomes(run: Path, dataset: Path | None = None) -> PlanOutcomes:
+def _f1_by_id(run: Path) -> dict[str, float]:
+    lines = (run / "details.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["id"]: float(r.get("f1") or 0.0) for r in map(json.loads, filter(None, lines))}
+
+
+def plan_outcomes(
+    run: Path, dataset: Path | None = None, against: Sequence[Path] = ()
+) -> PlanOutcomes:
     path = question_file(run, dataset)
     questions = {q.id: q for q in load_questions(path, resolve_format(path))}
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     shown = int((meta.get("planner_settings") or {}).get("planner.summary_passages", 3))
     out = PlanOutcomes(f"{run.parent.name}/{run.name}")
     sums: dict[str, float] = {}
+    members: dict[str, list[str]] = {}
     for line in (run / "details.jsonl").read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
@@ -132,10 +143,18 @@ def plan_outcomes(run: Path, dataset: Path | None = None) -> PlanOutcomes:
             out.unclassified += 1
             continue
         out.counts[kind] = out.counts.get(kind, 0) + 1
+        members.setdefault(kind, []).append(row["id"])
         sums[kind] = sums.get(kind, 0.0) + float(row.get("f1") or 0.0)
     if not out.counts:
         raise PlanOutcomeError(f"{run}: no planner row with gold hops to classify")
     out.f1 = {k: 100 * sums[k] / n for k, n in out.counts.items()}
+    for other in against:
+        scores = _f1_by_id(other)
+        name = other.name
+        for kind, ids in members.items():
+            got = [scores[i] for i in ids if i in scores]
+            if got:
+                out.others.setdefault(kind, {})[name] = 100 * sum(got) / len(got)
     return out
 
 
@@ -150,6 +169,22 @@ def plan_outcomes_markdown(results: Sequence[PlanOutcomes]) -> str:
         lines.append(f"| {r.run} | {r.total} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Each cell: plans of that class (their mean F1). " + CLASS_NOTE)
+    for r in results:
+        if not r.others:
+            continue
+        names = sorted({n for scores in r.others.values() for n in scores})
+        lines += [
+            "",
+            f"{r.run}: each class's mean F1, and the other runs' on the same questions",
+            "",
+        ]
+        lines.append("| class | plans | " + " | ".join([r.run.split("/")[-1], *names]) + " |")
+        lines.append("|---|---:|" + "---:|" * (1 + len(names)))
+        for c in CLASSES:
+            if r.counts.get(c):
+                cells = [f"{r.f1[c]:.1f}"]
+                cells += [f"{r.others.get(c, {}).get(n, float('nan')):.1f}" for n in names]
+                lines.append(f"| {c} | {r.counts[c]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -86,9 +86,20 @@ def test_a_run_is_read_against_its_own_question_file(tmp_path: Path) -> None:
     assert result.counts == {"open: gold shown, unsupported": 1} and result.unclassified == 1
     assert result.run == "musique/full" and result.f1["open: gold shown, unsupported"] == 0.0
 
-    out = CliRunner().invoke(app, ["eval", "plans", str(run), "--markdown", str(tmp_path / "p.md")])
+    # another run's F1 on each class's questions: what the oracle made of the same ones
+    oracle = tmp_path / "musique" / "oracle"
+    oracle.mkdir()
+    (oracle / "details.jsonl").write_text(json.dumps({"id": "2hop__100_200", "f1": 0.5}) + "\n")
+    result = plan_outcomes(run, against=[oracle])
+    assert result.others == {"open: gold shown, unsupported": {"oracle": 50.0}}
+
+    md = tmp_path / "p.md"
+    args = ["eval", "plans", str(run), "--against", str(oracle), "--markdown", str(md)]
+    out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
-    assert "| musique/full | 1 |" in (tmp_path / "p.md").read_text()
+    text = md.read_text()
+    assert "| musique/full | 1 |" in text
+    assert "| open: gold shown, unsupported | 1 | 0.0 | 50.0 |" in text
 
     dataset.write_text(json.dumps(musique_row(answer="Loire")) + "\n")  # another file now
     with pytest.raises(PlanOutcomeError, match="not the question file the run answered"):
