@@ -38,12 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from langchain_core.messages import BaseMessage, SystemMessage
 
 import prompts
-from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _finding, _findings_prompt
+from agent.planner.findings import (
+    FINDINGS_MAX_TOKENS,
+    RoundFindings,
+    _finding,
+    _findings_prompt,
+    read_query,
+)
 from agent.runtime.chat_models import build_chat_model
 from agent.settings import Settings
 from evals.datasets import load_questions, resolve_format
-from searchers.passages import Hit, Passage, numbered_passages
-from searchers.reader import read_short_answer
+from searchers.passages import Hit, Passage
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
@@ -90,9 +95,8 @@ async def one(chat: Any, system: str | None, item: dict[str, Any], slots: asynci
     sub = {"id": "q1", "query": item["query"], "round": 1}
     scope = RunScope(llm_timeout_s=300)
     if system == READER:
-        shown = numbered_passages(item["hits"], max_chars=CHARS, query=item["query"], titled=True)
         async with slots:
-            read = await read_short_answer(chat, item["query"], shown, scope=scope, step="reader")
+            read = await read_query(chat, item["query"], item["hits"], CHARS, scope=scope)
         answer = read.value.answer if read.value else ""
         cited = list(item["hits"])  # the support check finds the passage that holds it
     else:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import enum
+import functools
 import json
 import statistics
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.runtime.gguf_assembly import LOCAL_MODELS, assemble
-from agent.runtime.llama_server import LlamaServer, free_loopback_port
+from agent.runtime.llama_server import LlamaServer
 from agent.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -86,10 +86,16 @@ def apply_overrides(params: Any, overrides: dict[str, str]) -> None:
         setattr(target, last, value)
 
 
+@functools.cache
+def _passage_texts() -> tuple[str, ...]:
+    lines = PASSAGES.read_text(encoding="utf-8").splitlines()
+    return tuple(json.loads(line)["text"] for line in lines if line)
+
+
 def probe_prompt(words: int, request: int) -> str:
     """About ``words`` words of encyclopedic prose (the test passages, numbered), behind a
     request number so no two requests share a prefix beyond the instruction."""
-    texts = [json.loads(line)["text"] for line in PASSAGES.read_text().splitlines() if line]
+    texts = _passage_texts()
     out: list[str] = []
     n = 0
     while len(out) < words:
@@ -109,44 +115,42 @@ class Measurement:
     replies: list[str] = field(default_factory=list)
 
 
+class VariantServer(LlamaServer):
+    """The product's server (its start, port and health wait) with a variant's settings laid
+    over its parameters."""
+
+    def __init__(self, gguf: Path, overrides: dict[str, str], *, threads: int) -> None:
+        super().__init__(gguf, alias="probe", threads=threads, startup_timeout_s=300)
+        self.overrides = overrides
+
+    def params(self, xllamacpp: Any) -> Any:
+        params = super().params(xllamacpp)
+        apply_overrides(params, self.overrides)
+        return params
+
+
 def run_round(
     gguf: Path, m: Measurement, *, requests: int, words: int, tokens: int, threads: int
 ) -> None:
-    import xllamacpp
-
-    server = LlamaServer(gguf, alias="probe", threads=threads)
-    params = server.params(xllamacpp)
-    apply_overrides(params, m.overrides)
-    params.port = free_loopback_port()
-    started = time.monotonic()
-    native = xllamacpp.Server(params)
-    url = f"http://127.0.0.1:{params.port}"
-    with httpx.Client(timeout=600) as client:
-        while True:
-            try:
-                if client.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() - started > 300:
-                raise RuntimeError(f"variant {m.variant}: server not healthy after 300 s")
-            time.sleep(0.2)
-        m.load_s.append(time.monotonic() - started)
-        for i in range(requests):
-            body = {
-                "prompt": probe_prompt(words, i),
-                "n_predict": tokens,
-                "temperature": 0,
-                "cache_prompt": False,
-                "ignore_eos": True,
-            }
-            reply = client.post(f"{url}/completion", json=body).json()
-            timings = reply["timings"]
-            m.prompt_tokens.append(int(timings["prompt_n"]))
-            m.read_tps.append(float(timings["prompt_per_second"]))
-            m.decode_tps.append(float(timings["predicted_per_second"]))
-            m.replies.append(reply["content"])
-    del native  # the native destructor stops the server before the next variant starts
+    with VariantServer(gguf, m.overrides, threads=threads) as server:
+        assert server.load_seconds is not None
+        m.load_s.append(server.load_seconds)
+        url = server.base_url.removesuffix("/v1")  # llama.cpp's native /completion route
+        with httpx.Client(timeout=600) as client:
+            for i in range(requests):
+                body = {
+                    "prompt": probe_prompt(words, i),
+                    "n_predict": tokens,
+                    "temperature": 0,
+                    "cache_prompt": False,
+                    "ignore_eos": True,
+                }
+                reply = client.post(f"{url}/completion", json=body).json()
+                timings = reply["timings"]
+                m.prompt_tokens.append(int(timings["prompt_n"]))
+                m.read_tps.append(float(timings["prompt_per_second"]))
+                m.decode_tps.append(float(timings["predicted_per_second"]))
+                m.replies.append(reply["content"])
 
 
 def seconds_for(read_tps: float, decode_tps: float, question: tuple[int, int, int]) -> float:

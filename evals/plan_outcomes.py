@@ -24,7 +24,6 @@ Findings match a hop when their F1 against its answer is at least ``MATCH_F1``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.datasets import EvalQuestion, load_questions, resolve_format
+from evals.losses import read_rows
 from evals.metrics import best_f1
+from searchers.corpus import file_sha256
 
 CLASSES = (
     "resolved",
@@ -100,61 +101,50 @@ class PlanOutcomes:
         return sum(self.counts.values())
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def question_file(run: Path, dataset: Path | None = None) -> Path:
+def question_file(run: Path, meta: Mapping[str, Any], dataset: Path | None = None) -> Path:
     """The question file a run answered: ``dataset`` if given, else the one its run.json
-    names (relative to the working directory, as ``eval run`` was given it); refused when its
-    SHA-256 is not the run's."""
-    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (``meta``) names (relative to the working directory, as ``eval run`` was given it);
+    refused when its SHA-256 is not the run's."""
     path = dataset or Path(meta.get("dataset", ""))
     if not path.is_file():
         raise PlanOutcomeError(f"{run}: question file {path} not found (pass --dataset)")
     recorded = meta.get("dataset_sha256")
-    if recorded and _sha256(path) != recorded:
+    if recorded and file_sha256(path) != recorded:
         raise PlanOutcomeError(f"{run}: {path} is not the question file the run answered")
     return path
 
 
-def _f1_by_id(run: Path) -> dict[str, float]:
-    lines = (run / "details.jsonl").read_text(encoding="utf-8").splitlines()
-    return {r["id"]: float(r.get("f1") or 0.0) for r in map(json.loads, filter(None, lines))}
+def _mean_f1(rows: Sequence[Mapping[str, Any]]) -> float:
+    return 100 * sum(float(r.get("f1") or 0.0) for r in rows) / len(rows)
 
 
 def plan_outcomes(
     run: Path, dataset: Path | None = None, against: Sequence[Path] = ()
 ) -> PlanOutcomes:
-    path = question_file(run, dataset)
-    questions = {q.id: q for q in load_questions(path, resolve_format(path))}
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    shown = int((meta.get("planner_settings") or {}).get("planner.summary_passages", 3))
+    path = question_file(run, meta, dataset)
+    questions = {q.id: q for q in load_questions(path, resolve_format(path))}
+    settings = meta.get("planner_settings") or {}
+    shown = int(settings.get("planner.summary_passages", SUMMARY_PASSAGES))
     out = PlanOutcomes(f"{run.parent.name}/{run.name}")
-    sums: dict[str, float] = {}
-    members: dict[str, list[str]] = {}
-    for line in (run / "details.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    members: dict[str, list[dict[str, Any]]] = {}
+    for row in read_rows(run):
         question = questions.get(row["id"])
         kind = classify_plan(row, question, shown) if question is not None else None
         if kind is None:
             out.unclassified += 1
-            continue
-        out.counts[kind] = out.counts.get(kind, 0) + 1
-        members.setdefault(kind, []).append(row["id"])
-        sums[kind] = sums.get(kind, 0.0) + float(row.get("f1") or 0.0)
-    if not out.counts:
+        else:
+            members.setdefault(kind, []).append(row)
+    if not members:
         raise PlanOutcomeError(f"{run}: no planner row with gold hops to classify")
-    out.f1 = {k: 100 * sums[k] / n for k, n in out.counts.items()}
+    out.counts = {kind: len(rows) for kind, rows in members.items()}
+    out.f1 = {kind: _mean_f1(rows) for kind, rows in members.items()}
     for other in against:
-        scores = _f1_by_id(other)
-        name = other.name
-        for kind, ids in members.items():
-            got = [scores[i] for i in ids if i in scores]
-            if got:
-                out.others.setdefault(kind, {})[name] = 100 * sum(got) / len(got)
+        by_id = {r["id"]: r for r in read_rows(other)}
+        for kind, rows in members.items():
+            theirs = [by_id[r["id"]] for r in rows if r["id"] in by_id]
+            if theirs:
+                out.others.setdefault(kind, {})[other.name] = _mean_f1(theirs)
     return out
 
 

@@ -9,6 +9,7 @@ import asyncio
 import time
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -25,7 +26,7 @@ from agent.planner.trace import emit
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import ReaderReply, read_short_answer
-from searchers.searcher import BudgetExceeded, SearchResult
+from searchers.searcher import BudgetExceeded, RunScope, SearchResult
 from searchers.structured_calls import Reply, ask
 
 MAX_FINDING_CHARS = 200
@@ -97,6 +98,15 @@ def _finding(
     return _record(sub, span, sources, supported=found, answered=found, skipped=skipped)
 
 
+async def read_query(
+    chat: BaseChatModel, query: str, hits: list[Hit], chars: int, *, scope: RunScope
+) -> Reply[ReaderReply]:
+    """One query read by one-call RAG's reader over its passages, windowed as the findings
+    call windows them (``findings_call="reader"``; ``benchmarks/findings_prompt_ab.py``)."""
+    text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
+    return await read_short_answer(chat, query, text, scope=scope, step="summarize")
+
+
 async def _read_each(
     run: PlannerRun, asked: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
 ) -> tuple[dict[int, QueryFinding], dict[int, Hit], bool]:
@@ -116,10 +126,9 @@ async def _read_each(
             numbers[i].append(len(by_number))
 
     async def read(sub: SubQuery) -> Reply[ReaderReply] | BudgetExceeded:
-        text = numbered_passages(shown[sub["id"]], max_chars=chars, query=sub["query"], titled=True)
         try:
-            return await read_short_answer(
-                run.chat, sub["query"], text, scope=run.rounds, step="summarize"
+            return await read_query(
+                run.chat, sub["query"], shown[sub["id"]], chars, scope=run.rounds
             )
         except BudgetExceeded as exc:
             return exc
