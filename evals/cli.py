@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,6 +89,21 @@ def _fail(message: str) -> typer.Exit:
     """Exit 2 after one unwrapped line: messages carry FILE:LINE and paths users grep for."""
     err.print(Text.assemble(("error: ", "red"), message), soft_wrap=True, highlight=False)
     return typer.Exit(2)
+
+
+def _need_rows(runs: Sequence[Path]) -> None:
+    """Refuse, naming them, run directories without rows to read."""
+    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
+    if missing:
+        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+
+
+def _print_table(text: str, markdown: Path | None) -> None:
+    """A markdown table on stdout, and in ``markdown`` too when given."""
+    sys.stdout.write(text)
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(text, encoding="utf-8")
 
 
 def _settings() -> Any:
@@ -389,14 +405,9 @@ def losses_command(
     answer's context, misread (read from the rows; nothing is re-run)."""
     from evals.losses import losses_markdown
 
-    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
-    if missing:
-        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    _need_rows(runs)
     text = losses_markdown([Path(run) for run in runs], common=common)
-    sys.stdout.write(text)
-    if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(text, encoding="utf-8")
+    _print_table(text, markdown)
 
 
 @eval_app.command("replay")
@@ -410,14 +421,9 @@ def replay_command(
     findings, and score the answers they give: an estimate in a second, not a new run."""
     from evals.replay import replay_markdown
 
-    missing = [str(run) for run in runs if not (Path(run) / "details.jsonl").is_file()]
-    if missing:
-        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    _need_rows(runs)
     text = replay_markdown([Path(run) for run in runs])
-    sys.stdout.write(text)
-    if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(text, encoding="utf-8")
+    _print_table(text, markdown)
 
 
 @eval_app.command("suite")
@@ -636,15 +642,10 @@ def plans_command(
     from evals.plan_outcomes import PlanOutcomeError, plan_outcomes, plan_outcomes_markdown
 
     others = [Path(run) for run in against or []]
-    missing = [str(r) for r in [*runs, *others] if not (Path(r) / "details.jsonl").is_file()]
-    if missing:
-        raise _fail(f"no details.jsonl in: {', '.join(missing)}")
+    _need_rows([*runs, *others])
     try:
         results = [plan_outcomes(Path(run), dataset, others) for run in runs]
     except PlanOutcomeError as exc:
         raise _fail(str(exc)) from exc
     text = plan_outcomes_markdown(results)
-    sys.stdout.write(text)
-    if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(text, encoding="utf-8")
+    _print_table(text, markdown)
