@@ -16,6 +16,13 @@ chunk is an ``hoptree eval run`` into a resumable directory, one model process a
     python benchmarks/planner_profile.py --limit 30 \\
         --config base: --config ngram:HOPTREE_LLM__LOCAL_SPECULATIVE=ngram
 
+A configuration can also name a commit (``name@REF:KEY=VALUE``): its chunks run from a git
+worktree of that commit under ``--work`` (made on first use, kept for resuming), so today's code
+and an earlier one are measured side by side in one run, as issue 35's before/after asks::
+
+    python benchmarks/planner_profile.py --limit 30 --pipeline full --pipeline hybrid \\
+        --config before@799ade1: --config after:
+
 Rerunning the same command resumes; ``--report-only`` rewrites the tables from the rows.
 """
 
@@ -28,6 +35,8 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -48,24 +57,57 @@ STEP_FIELDS = (
 )
 
 
-def parse_config(text: str) -> tuple[str, dict[str, str]]:
-    """``name:KEY=VALUE,KEY=VALUE`` (``name:`` alone = today's defaults)."""
-    name, _, rest = text.partition(":")
-    if not name:
-        raise argparse.ArgumentTypeError(f"config {text!r}: name:KEY=VALUE,... expected")
+@dataclass(frozen=True)
+class Config:
+    """One arm: environment overrides, and the commit whose code runs it (None: this checkout)."""
+
+    name: str
+    env: dict[str, str] = dataclass_field(default_factory=dict)
+    ref: str | None = None
+
+
+def parse_config(text: str) -> Config:
+    """``name[@REF]:KEY=VALUE,KEY=VALUE`` (``name:`` alone = today's code and defaults)."""
+    head, _, rest = text.partition(":")
+    name, _, ref = head.partition("@")
+    if not name or ("@" in head and not ref):
+        raise argparse.ArgumentTypeError(f"config {text!r}: name[@REF]:KEY=VALUE,... expected")
     env: dict[str, str] = {}
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep:
             raise argparse.ArgumentTypeError(f"config {text!r}: {item!r} is not KEY=VALUE")
         env[key.strip()] = value.strip()
-    return name, env
+    return Config(name, env, ref or None)
 
 
-def run_chunk(
-    work: Path, dataset: Path, pipeline: str, name: str, env: dict[str, str], limit: int
-) -> None:
-    out = work / name / pipeline
+def source_dir(work: Path, config: Config, repo: Path = ROOT) -> Path:
+    """Where the configuration's code is: this checkout, or a detached worktree of its commit
+    (``<work>/<name>-src``), added on first use and reused when the run resumes. A worktree
+    already there at another commit is refused rather than silently measured."""
+    if config.ref is None:
+        return repo
+    where = work / f"{config.name}-src"
+    wanted = _git(repo, "rev-parse", "--verify", f"{config.ref}^{{commit}}")
+    if where.is_dir():
+        have = _git(where, "rev-parse", "HEAD")
+        if have != wanted:
+            raise SystemExit(f"{where} is at {have[:12]}, not {config.ref}: remove it first")
+        return where
+    where.parent.mkdir(parents=True, exist_ok=True)
+    _git(repo, "worktree", "add", "--detach", str(where.resolve()), wanted)
+    return where
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def run_chunk(work: Path, dataset: Path, pipeline: str, config: Config, limit: int) -> None:
+    out = work / config.name / pipeline
     cmd = [
         sys.executable,
         "-m",
@@ -73,17 +115,19 @@ def run_chunk(
         "eval",
         "run",
         "--dataset",
-        str(dataset),
+        str(dataset.resolve()),
         "--pipeline",
         pipeline,
         "--out",
-        str(out),
+        str(out.resolve()),
         "--limit",
         str(limit),
     ]
-    full_env = {**os.environ, "HOPTREE_LLM__CACHE": "false", **env}
-    print(f"[profile] {name} {pipeline} up to question {limit}", flush=True)
-    subprocess.run(cmd, env=full_env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    full_env = {**os.environ, "HOPTREE_LLM__CACHE": "false", **config.env}
+    code = source_dir(work, config)
+    print(f"[profile] {config.name} {pipeline} up to question {limit}", flush=True)
+    # ``python -m`` puts the working directory first on sys.path: the worktree's code runs
+    subprocess.run(cmd, env=full_env, check=True, cwd=code, stdout=subprocess.DEVNULL)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -147,11 +191,15 @@ def compare(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str
     }
 
 
-def report(work: Path, configs: list[tuple[str, dict[str, str]]], pipelines: list[str]) -> dict:
-    result: dict[str, Any] = {"configs": {n: e for n, e in configs}, "pipelines": {}}
+def report(work: Path, configs: list[Config], pipelines: list[str]) -> dict:
+    result: dict[str, Any] = {
+        "configs": {c.name: c.env for c in configs},
+        "refs": {c.name: c.ref for c in configs if c.ref},
+        "pipelines": {},
+    }
     for pipeline in pipelines:
-        rows = {n: read_rows(work / n / pipeline / "details.jsonl") for n, _ in configs}
-        base_name = configs[0][0]
+        rows = {c.name: read_rows(work / c.name / pipeline / "details.jsonl") for c in configs}
+        base_name = configs[0].name
         result["pipelines"][pipeline] = {
             name: {**summarize(r), "vs_" + base_name: compare(rows[base_name], r)}
             for name, r in rows.items()
@@ -165,7 +213,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [result["note"], ""]
     for name, env in result["configs"].items():
         knobs = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "defaults"
-        lines.append(f"- **{name}**: {knobs}")
+        ref = result.get("refs", {}).get(name)
+        lines.append(f"- **{name}**: {knobs}" + (f", the code of `{ref}`" if ref else ""))
     for pipeline, by_config in result["pipelines"].items():
         lines += [
             "",
@@ -213,7 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--note", default="", help="a paragraph put under the title (conditions)")
     args = parser.parse_args(argv)
-    configs = args.config or [("base", {})]
+    configs = args.config or [Config("base")]
+    if len({c.name for c in configs}) != len(configs):
+        print("configs need distinct names", file=sys.stderr)
+        return 2
     pipelines = args.pipeline or ["full", "hybrid"]
     if not args.dataset.is_file():
         print(f"no dataset at {args.dataset}", file=sys.stderr)
@@ -221,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         for upto in range(args.chunk, args.limit + args.chunk, args.chunk):
             for pipeline in pipelines:
-                for name, env in configs:
-                    run_chunk(args.work, args.dataset, pipeline, name, env, min(upto, args.limit))
+                for config in configs:
+                    run_chunk(args.work, args.dataset, pipeline, config, min(upto, args.limit))
     result = report(args.work, configs, pipelines)
     result["note"] = args.note
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,89 @@
+"""``benchmarks/planner_profile.py`` without the model: a configuration's text (name, commit,
+overrides), the worktree an earlier commit's arm runs from, and the report's pairing of arms."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.benchmark_module import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_benchmark("planner_profile")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_config_text(bench: ModuleType) -> None:
+    assert bench.parse_config("base:") == bench.Config("base", {}, None)
+    assert bench.parse_config("norepack:HOPTREE_LLM__LOCAL_REPACK=false") == bench.Config(
+        "norepack", {"HOPTREE_LLM__LOCAL_REPACK": "false"}, None
+    )
+    assert bench.parse_config("before@799ade1:A=1, B=2") == bench.Config(
+        "before", {"A": "1", "B": "2"}, "799ade1"
+    )
+    for bad in (":A=1", "x@:", "x:A"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bench.parse_config(bad)
+
+
+def test_an_earlier_commit_runs_from_its_own_worktree(bench: ModuleType, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "code.py").write_text("OLD = True\n")
+    git(repo, "add", "code.py")
+    git(repo, "commit", "-qm", "old")
+    old = git(repo, "rev-parse", "HEAD")
+    (repo / "code.py").write_text("OLD = False\n")
+    git(repo, "commit", "-qam", "new")
+    work = tmp_path / "work"
+
+    assert bench.source_dir(work, bench.Config("after"), repo=repo) == repo
+    before = bench.Config("before", {}, old[:7])
+    where = bench.source_dir(work, before, repo=repo)
+    assert where == work / "before-src"
+    assert (where / "code.py").read_text() == "OLD = True\n"
+    # resuming reuses it; a worktree at another commit is refused, not measured
+    assert bench.source_dir(work, before, repo=repo) == where
+    with pytest.raises(SystemExit, match="not HEAD"):
+        bench.source_dir(work, bench.Config("before", {}, "HEAD"), repo=repo)
+    with pytest.raises(SystemExit, match="no-such-ref"):
+        bench.source_dir(work, bench.Config("other", {}, "no-such-ref"), repo=repo)
+
+
+def test_report_pairs_each_arm_with_the_first(bench: ModuleType, tmp_path: Path) -> None:
+    def write(name: str, rows: list[tuple[str, float, float, str]]) -> None:
+        out = tmp_path / name / "full"
+        out.mkdir(parents=True)
+        lines = [
+            f'{{"id": "{i}", "seconds": {s}, "f1": {f}, "prediction": "{p}"}}'
+            for i, s, f, p in rows
+        ]
+        (out / "details.jsonl").write_text("\n".join(lines) + "\n")
+
+    write("before", [("a", 40.0, 1.0, "Tulsa"), ("b", 60.0, 0.0, "x")])
+    write("after", [("a", 20.0, 1.0, "tulsa"), ("b", 20.0, 0.5, "y")])
+    configs = [bench.Config("before", {}, "799ade1"), bench.Config("after")]
+    result = bench.report(tmp_path, configs, ["full"])
+    after = result["pipelines"]["full"]["after"]["vs_before"]
+    assert after["paired"] == 2
+    assert after["median_speedup"] == 2.5  # ratios 2 and 3
+    assert after["total_speedup"] == 2.5
+    assert after["f1_diff"] == 25.0
+    assert after["identical_answers"] == 0.5
+    assert "the code of `799ade1`" in bench.markdown(result)
