@@ -105,11 +105,15 @@ class LLMSettings(BaseModel):
     )
     # benchmarks/results/server-speed.md: without llama.cpp's repacked weight layouts the 1.5B
     # Q4_K_M model read prompts 1.28x faster on this project's 2-core AVX2 machine and decoded
-    # 0.91x as fast (same replies); a planner question reads ~4 prompt tokens per written one.
+    # 0.91x as fast (same replies); a planner question reads ~4 prompt tokens per written one,
+    # and whole questions came out 1.05x (median) / 1.08x (total) faster with the same short
+    # answers (benchmarks/results/planner-repack.md). Off by default here; llama.cpp repacks by
+    # default because its repacked kernels win on other CPUs (ARM, AVX-512): measure there.
     local_repack: bool = Field(
-        True,
-        description="let llama.cpp repack the weights for the CPU's kernels (its default); "
-        "false reads prompts faster and decodes slower on the machine measured in the README",
+        False,
+        description="let llama.cpp repack the weights for the CPU's kernels (llama.cpp's own "
+        "default); off reads prompts faster and decodes a little slower on the 2-core AVX2 "
+        "machine measured in the README",
     )
     local_shared: bool = Field(
         True,
