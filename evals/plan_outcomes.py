@@ -95,6 +95,10 @@ class PlanOutcomes:
     # other runs' mean F1 on each class's questions (the ones they finished): what one-call
     # RAG and the oracle make of the same questions
     others: dict[str, dict[str, float]] = field(default_factory=dict)
+    # per question type (MuSiQue's hop count, 2Wiki's four shapes): its plans' classes and
+    # their mean F1, which says which shape of question the planner still fails
+    by_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    type_f1: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -139,6 +143,14 @@ def plan_outcomes(
         raise PlanOutcomeError(f"{run}: no planner row with gold hops to classify")
     out.counts = {kind: len(rows) for kind, rows in members.items()}
     out.f1 = {kind: _mean_f1(rows) for kind, rows in members.items()}
+    of_type: dict[str, list[Mapping[str, Any]]] = {}
+    for kind, rows in members.items():
+        for row in rows:
+            shape = str(row.get("type") or questions[row["id"]].type or "untyped")
+            of_type.setdefault(shape, []).append(row)
+            counts = out.by_type.setdefault(shape, {})
+            counts[kind] = counts.get(kind, 0) + 1
+    out.type_f1 = {shape: _mean_f1(rows) for shape, rows in of_type.items()}
     for other in against:
         by_id = {r["id"]: r for r in read_rows(other)}
         for kind, rows in members.items():
@@ -159,6 +171,20 @@ def plan_outcomes_markdown(results: Sequence[PlanOutcomes]) -> str:
         lines.append(f"| {r.run} | {r.total} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Each cell: plans of that class (their mean F1). " + CLASS_NOTE)
+    for r in results:
+        if len(r.by_type) < 2:
+            continue
+        lines += ["", f"{r.run} by question type: plans of each class", ""]
+        lines.append("| type | plans | F1 | " + " | ".join(CLASSES) + " |")
+        lines.append("|---|---:|---:|" + "---:|" * len(CLASSES))
+        for shape in sorted(r.by_type):
+            counts = r.by_type[shape]
+            cells = [str(counts.get(c, 0)) for c in CLASSES]
+            lines.append(
+                f"| {shape} | {sum(counts.values())} | {r.type_f1[shape]:.1f} | "
+                + " | ".join(cells)
+                + " |"
+            )
     for r in results:
         if not r.others:
             continue

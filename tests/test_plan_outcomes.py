@@ -13,8 +13,13 @@ from typer.testing import CliRunner
 
 from agent.cli.main import app
 from evals.datasets import EvalQuestion, load_questions
-from evals.plan_outcomes import PlanOutcomeError, classify_plan, plan_outcomes
-from tests.test_musique import musique_row
+from evals.plan_outcomes import (
+    PlanOutcomeError,
+    classify_plan,
+    plan_outcomes,
+    plan_outcomes_markdown,
+)
+from tests.test_musique import musique_row, other_row
 
 QUESTION = "Which river flows through the capital of France?"
 
@@ -106,3 +111,20 @@ def test_a_run_is_read_against_its_own_question_file(tmp_path: Path) -> None:
         plan_outcomes(run)
     out = CliRunner().invoke(app, ["eval", "plans", str(run)])
     assert out.exit_code != 0 and "not the question file" in out.output
+
+
+def test_plans_are_counted_by_question_type(tmp_path: Path) -> None:
+    dataset = tmp_path / "musique.jsonl"
+    dataset.write_text(json.dumps(musique_row()) + "\n" + json.dumps(other_row()) + "\n")
+    resolved = row(sub("capital of France", "Paris"), sub("river", "Seine"), resolved=True)
+    wrong = {
+        **row(sub("state of Paris", "France"), sub("county of #1")),
+        "id": "3hop1__300_400_500",
+    }
+    run = write_run(tmp_path, dataset, [resolved, wrong])
+    result = plan_outcomes(run)
+    assert result.by_type == {"2hop": {"resolved": 1}, "3hop": {"open: a wrong finding": 1}}
+    assert result.type_f1 == {"2hop": 100.0, "3hop": 0.0}
+    text = plan_outcomes_markdown([result])
+    assert "musique/full by question type" in text
+    assert "| 2hop | 1 | 100.0 | 1 | 0 |" in text and "| 3hop | 1 | 0.0 | 0 | 0 | 0 | 1 |" in text
