@@ -21,7 +21,10 @@ worktree of that commit under ``--work`` (made on first use, kept for resuming),
 and an earlier one are measured side by side in one run, as issue 35's before/after asks::
 
     python benchmarks/planner_profile.py --limit 30 --pipeline full --pipeline hybrid \\
-        --config before@799ade1: --config after:
+        --config before@799ade1:HOPTREE_DATA_DIR=.cache/before-data --config after:
+
+An earlier commit may lay out its indexes otherwise, so give it a data dir of its own (link its
+``models`` folder to the usual one to spare assembling the model again).
 
 Rerunning the same command resumes; ``--report-only`` rewrites the tables from the rows.
 """
