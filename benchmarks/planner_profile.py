@@ -48,6 +48,7 @@ ROOT = HERE.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "hotpotqa" / "dev_hard_300_a.jsonl"
 DEFAULT_WORK = ROOT / ".cache" / "planner-profile"
 DEFAULT_OUT = HERE / "results" / "planner-profile"
+GIT_TIMEOUT_S = 300.0  # a worktree checkout of the whole repository, results included
 STEP_FIELDS = (
     "calls",
     "prompt_tokens",
@@ -103,7 +104,14 @@ def source_dir(work: Path, config: Config, repo: Path = ROOT) -> Path:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    """git's output, or the run stopped with git's own message (``evals.provenance`` has a
+    quiet twin that returns None: here a failed checkout must say why)."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SystemExit(f"git {' '.join(args)}: no answer in {GIT_TIMEOUT_S:g} s") from exc
     if done.returncode != 0:
         raise SystemExit(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout.strip()
