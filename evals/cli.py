@@ -50,7 +50,7 @@ from evals.pipelines import (
 from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
 from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
 from evals.run_directory import EvalRunError, RunConfig
-from evals.runner import check_config, run_eval
+from evals.runner import check_config, run_eval, write_metrics_only
 from evals.scoreboard import HEADER as SCOREBOARD_HEADER
 from evals.scoreboard import SliceScore, growing_runs, score_cells, scoreboard_markdown
 from evals.suite import (
@@ -214,6 +214,14 @@ def run_command(
             "leaves=semantic, max_words=200, base_resolution=3 (see `hoptree eval pipelines`)",
         ),
     ] = None,
+    metrics_only: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-only",
+            help="run nothing: rewrite metrics.json and report.md over the finished rows of "
+            "this selection (a stopped run's rows, to commit them with their tables)",
+        ),
+    ] = False,
 ) -> None:
     """Run a pipeline over a question file; rerun the same command to resume. A QuALITY file
     (multiple choice over long articles) indexes each article and builds its trees as needed."""
@@ -255,8 +263,16 @@ def run_command(
             raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
         if context_tokens < 100:
             raise EvalRunError("--context-tokens must be >= 100")
+        if metrics_only:
+            if quality:
+                raise EvalRunError("--metrics-only: QuALITY runs are not supported")
+            metrics = write_metrics_only(config)
     except (EvalRunError, PipelineError, DatasetError) as exc:
         raise _fail(str(exc)) from exc
+    if metrics_only:
+        out.print(_metrics_table(metrics))
+        out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
+        return
     settings = _settings()
     runtime = None
     try:

@@ -143,6 +143,11 @@ def plot_scores(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: s
 
 def _timing_row(metrics: dict[str, Any]) -> str:
     """A resumed run spans sessions; its last start alone would hide when the first rows ran."""
+    if metrics.get("metrics_only"):
+        return (
+            f"| rescored | {metrics.get('finished')}, nothing run "
+            f"(first question finished {metrics.get('first_row_at') or 'n/a'}) |"
+        )
     if metrics.get("resumed"):
         return (
             f"| resumed / finished | {metrics.get('started')} / {metrics.get('finished')} "

@@ -79,6 +79,7 @@ from evals.report import (
     write_report,
 )
 from evals.run_directory import (
+    RUN_FILE,
     EvalRunError,
     RunConfig,
     RunDirectory,
@@ -390,34 +391,125 @@ async def run_eval(
                 raise _first_leaf(group_error) from None
 
     rows = [finished[q.id] for q in questions if q.id in finished]
+    return await asyncio.to_thread(
+        _write_metrics,
+        config,
+        rows,
+        identity,
+        ran_now=len(pending),
+        wall_seconds=time.monotonic() - wall,
+        started_at=started_at,
+    )
+
+
+def _write_metrics(
+    config: RunConfig,
+    rows: list[dict[str, Any]],
+    identity: dict[str, Any],
+    *,
+    ran_now: int,
+    wall_seconds: float,
+    started_at: str,
+    metrics_only: bool = False,
+) -> dict[str, Any]:
+    """``metrics.json``, ``report.md`` and the chart over ``rows`` (the selection's finished
+    questions); ``identity`` is what ``run.json`` records for the run."""
     metrics = {
         **aggregate(rows),
-        "pipeline": spec.name,
+        "pipeline": identity["pipeline"],
         "dataset": identity["dataset"],
-        "dataset_sha256": sha256,
-        "format": fmt,
-        "setting": config.setting,
-        "model": ctx.model_label,
-        "k": ctx.k,
-        "passage_chars": ctx.chars,
+        "dataset_sha256": identity["dataset_sha256"],
+        "format": identity["format"],
+        "setting": identity["setting"],
+        "model": identity["model"],
+        "k": identity["k"],
+        "passage_chars": identity["passage_chars"],
         "limit": config.limit,
         "offset": config.offset,
         **({"types": list(config.types)} if config.types else {}),
         "concurrency": config.concurrency,
-        "ran_now": len(pending),
-        "wall_seconds": round(time.monotonic() - wall, 2),
+        "ran_now": ran_now,
+        "wall_seconds": round(wall_seconds, 2),
         "started": started_at,
         "finished": now_iso(),
         # A resumed run's ``started`` is this resume; the first row's time says when it began.
-        "resumed": len(pending) < len(rows),
+        "resumed": ran_now < len(rows),
         "first_row_at": min(
             (str(r["finished_at"]) for r in rows if r.get("finished_at")), default=None
         ),
         "scale": "percent",
+        **({"metrics_only": True} if metrics_only else {}),
     }
     out = Path(config.out)
     tmp = out / f".{METRICS_FILE}.tmp"
     tmp.write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out / METRICS_FILE)
-    await asyncio.to_thread(write_report, out, metrics, [r for r in rows if r.get("error")])
+    write_report(out, metrics, [r for r in rows if r.get("error")])
     return metrics
+
+
+def finished_prefix(questions: Sequence[EvalQuestion], finished: dict[str, Any]) -> int:
+    """How many of ``questions``, in file order, are finished before the first that is not
+    (a run of two questions at once finishes them out of order, so its rows can have holes)."""
+    count = 0
+    for question in questions:
+        if question.id not in finished:
+            break
+        count += 1
+    return count
+
+
+def write_metrics_only(config: RunConfig) -> dict[str, Any]:
+    """``--metrics-only``: rewrite the metrics of a stopped run over its finished rows, running
+    nothing and starting no model, so partial rows can be committed with their tables. The
+    selection (``--offset``, ``--limit``, ``--type``) must be finished; if it is not, the error
+    names the ``--limit`` that covers the longest finished prefix."""
+    started_at = now_iso()
+    check_config(config)
+    spec = get_pipeline(config.pipeline)
+    run_dir = RunDirectory(config.out)
+    if not run_dir.run_path.is_file():
+        raise EvalRunError(f"{config.out}: no {RUN_FILE}; nothing was run there yet")
+    try:
+        recorded = json.loads(run_dir.run_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalRunError(f"{run_dir.run_path}: unreadable ({exc})") from exc
+    dataset = Path(config.dataset)
+    fmt = resolve_format(dataset, config.fmt)
+    here = {
+        "dataset_sha256": file_sha256(dataset),
+        "format": fmt,
+        "setting": config.setting,
+        "pipeline": spec.name,
+    }
+    differs = [key for key, value in here.items() if recorded.get(key) != value]
+    if differs:
+        raise EvalRunError(
+            f"{config.out} holds another run ({', '.join(differs)} differ); give the dataset "
+            "and options it was run with"
+        )
+    end = None if config.limit is None else config.offset + config.limit
+    questions = select_types(load_questions(dataset, fmt, limit=end)[config.offset :], config)
+    finished = run_dir.finished()
+    missing = [q for q in questions if q.id not in finished]
+    if missing:
+        prefix = finished_prefix(questions, finished)
+        hint = (
+            f"; the first {prefix} are all finished: --limit {prefix}"
+            if prefix and not config.types
+            else ""
+        )
+        raise EvalRunError(
+            f"{len(missing)} of the {len(questions)} selected questions are not finished in "
+            f"{config.out}{hint}"
+        )
+    rows = [finished[q.id] for q in questions]
+    return _write_metrics(
+        config,
+        rows,
+        recorded,
+        ran_now=0,
+        wall_seconds=0.0,
+        started_at=started_at,
+        metrics_only=True,
+    )

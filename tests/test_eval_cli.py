@@ -167,6 +167,28 @@ def test_run_refuses_bad_input_before_any_model_starts(
     assert not (tmp_path / "out").exists()
 
 
+def test_metrics_only_rescores_without_starting_a_model(
+    two_runs: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent.runtime.runtime
+
+    def no_model(*_: Any, **__: Any) -> None:
+        raise AssertionError("--metrics-only started a model")
+
+    monkeypatch.setattr(agent.runtime.runtime.Runtime, "__init__", no_model)
+    bm25 = two_runs[0]
+    (bm25 / "metrics.json").unlink()
+    args = ["run", "--dataset", str(TINY), "--pipeline", "bm25", "--out", str(bm25)]
+    result = runner.invoke(eval_app, [*args, "--metrics-only", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((bm25 / "metrics.json").read_text())["n"] == 2
+    # the wrong pipeline for the directory: refused, the metrics left as they are
+    wrong = ["run", "--dataset", str(TINY), "--pipeline", "hybrid", "--out", str(bm25)]
+    result = runner.invoke(eval_app, [*wrong, "--metrics-only"])
+    assert result.exit_code == 2 and "holds another run" in result.output
+    assert json.loads((bm25 / "metrics.json").read_text())["n"] == 2
+
+
 def test_the_eval_group_is_mounted_from_its_entry_point() -> None:
     app = typer.Typer()
 

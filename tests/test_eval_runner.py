@@ -23,7 +23,7 @@ from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions
 from evals.pipelines import PIPELINES, EvalContext, PipelineError
 from evals.run_directory import EvalRunError, RunConfig
-from evals.runner import run_eval
+from evals.runner import run_eval, write_metrics_only
 from searchers.corpus import file_sha256
 from tests.routed_chat import RoutedChatModel
 
@@ -352,6 +352,39 @@ async def test_resume_runs_only_unfinished_questions(
         context(eval_settings, scripted_chat(), embeddings),
     )
     assert metrics["n"] == 1 and len(rows(out)) == 3
+
+
+async def test_metrics_only_rescores_a_stopped_run_without_a_model(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="bm25", out=out),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    # a run of two questions at once stopped with a hole: questions 1 and 3 finished, not 2
+    details = out / "details.jsonl"
+    kept = [line for line in details.read_text().splitlines() if '"id": "tiny-2"' not in line]
+    details.write_text("\n".join(kept) + "\n")
+    (out / "metrics.json").unlink()
+    (out / "report.md").unlink()
+    hole = r"1 of the 3 .* the first 1 are all finished: --limit 1"
+    with pytest.raises(EvalRunError, match=hole):
+        write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=out))
+    assert not (out / "metrics.json").exists()
+
+    metrics = write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=1))
+    assert metrics["n"] == 1 and metrics["ran_now"] == 0 and metrics["model"] == "scripted"
+    assert json.loads((out / "metrics.json").read_text())["n"] == 1
+    assert "| rescored |" in (out / "report.md").read_text() and metrics["metrics_only"]
+    # the rows of the questions after the hole stay where they are
+    assert sorted(r["id"] for r in rows(out)) == ["tiny-1", "tiny-3"]
+
+    # another run's directory, or one nothing ran in, is refused
+    with pytest.raises(EvalRunError, match="holds another run"):
+        write_metrics_only(RunConfig(dataset=TINY, pipeline="hybrid", out=out, limit=1))
+    with pytest.raises(EvalRunError, match="nothing was run there yet"):
+        write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=tmp_path / "empty"))
 
 
 async def test_a_directory_of_another_run_is_refused(
