@@ -211,9 +211,12 @@ def report(work: Path, configs: list[Config], pipelines: list[str]) -> dict:
     for pipeline in pipelines:
         rows = {c.name: read_rows(work / c.name / pipeline / "details.jsonl") for c in configs}
         base_name = configs[0].name
+        # an arm that never ran this pipeline (e.g. one added to re-measure only ``hybrid``)
+        # is left out of its table rather than shown as a row of zeros
         result["pipelines"][pipeline] = {
             name: {**summarize(r), "vs_" + base_name: compare(rows[base_name], r)}
             for name, r in rows.items()
+            if r or name == base_name
         }
     return result
 

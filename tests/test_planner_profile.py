@@ -79,7 +79,9 @@ def test_report_pairs_each_arm_with_the_first(bench: ModuleType, tmp_path: Path)
     write("before", [("a", 40.0, 1.0, "Tulsa"), ("b", 60.0, 0.0, "x")])
     write("after", [("a", 20.0, 1.0, "tulsa"), ("b", 20.0, 0.5, "y")])
     configs = [bench.Config("before", {}, "799ade1"), bench.Config("after")]
-    result = bench.report(tmp_path, configs, ["full"])
+    # an arm with no rows for the pipeline (it measured another one) is not a row of zeros
+    result = bench.report(tmp_path, [*configs, bench.Config("hybrid-only")], ["full"])
+    assert list(result["pipelines"]["full"]) == ["before", "after"]
     after = result["pipelines"]["full"]["after"]["vs_before"]
     assert after["paired"] == 2
     assert after["median_speedup"] == 2.5  # ratios 2 and 3
