@@ -76,6 +76,8 @@ from evals.pipelines import (
 from evals.provenance import code_version
 from evals.report import (
     METRICS_FILE,
+    ReportError,
+    read_details,
     write_report,
 )
 from evals.run_directory import (
@@ -448,7 +450,7 @@ def _write_metrics(
     return metrics
 
 
-def finished_prefix(questions: Sequence[EvalQuestion], finished: dict[str, Any]) -> int:
+def _finished_prefix(questions: Sequence[EvalQuestion], finished: dict[str, Any]) -> int:
     """How many of ``questions``, in file order, are finished before the first that is not
     (a run of two questions at once finishes them out of order, so its rows can have holes)."""
     count = 0
@@ -490,10 +492,16 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
         )
     end = None if config.limit is None else config.offset + config.limit
     questions = select_types(load_questions(dataset, fmt, limit=end)[config.offset :], config)
-    finished = run_dir.finished()
+    # read without cutting a torn tail: the run may still be appending to the file
+    finished: dict[str, dict[str, Any]] = {}
+    if run_dir.details_path.is_file():
+        try:
+            finished = {row["id"]: row for row in read_details(run_dir.path)}
+        except ReportError as exc:
+            raise EvalRunError(str(exc)) from exc
     missing = [q for q in questions if q.id not in finished]
     if missing:
-        prefix = finished_prefix(questions, finished)
+        prefix = _finished_prefix(questions, finished)
         hint = (
             f"; the first {prefix} are all finished: --limit {prefix}"
             if prefix and not config.types

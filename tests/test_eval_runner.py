@@ -22,6 +22,7 @@ from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions
 from evals.pipelines import PIPELINES, EvalContext, PipelineError
+from evals.report import read_details
 from evals.run_directory import EvalRunError, RunConfig
 from evals.runner import run_eval, write_metrics_only
 from searchers.corpus import file_sha256
@@ -365,7 +366,9 @@ async def test_metrics_only_rescores_a_stopped_run_without_a_model(
     # a run of two questions at once stopped with a hole: questions 1 and 3 finished, not 2
     details = out / "details.jsonl"
     kept = [line for line in details.read_text().splitlines() if '"id": "tiny-2"' not in line]
-    details.write_text("\n".join(kept) + "\n")
+    # ... and question 2 is being written right now: metrics-only reads around the torn tail
+    # and leaves it to the run that is appending
+    details.write_text("\n".join(kept) + '\n{"id": "tiny-2", "pred')
     (out / "metrics.json").unlink()
     (out / "report.md").unlink()
     hole = r"1 of the 3 .* the first 1 are all finished: --limit 1"
@@ -377,8 +380,9 @@ async def test_metrics_only_rescores_a_stopped_run_without_a_model(
     assert metrics["n"] == 1 and metrics["ran_now"] == 0 and metrics["model"] == "scripted"
     assert json.loads((out / "metrics.json").read_text())["n"] == 1
     assert "| rescored |" in (out / "report.md").read_text() and metrics["metrics_only"]
-    # the rows of the questions after the hole stay where they are
-    assert sorted(r["id"] for r in rows(out)) == ["tiny-1", "tiny-3"]
+    # the rows of the questions after the hole stay where they are, the torn tail too
+    assert details.read_text().endswith('\n{"id": "tiny-2", "pred')
+    assert sorted(r["id"] for r in read_details(out)) == ["tiny-1", "tiny-3"]
 
     # another run's directory, or one nothing ran in, is refused
     with pytest.raises(EvalRunError, match="holds another run"):
