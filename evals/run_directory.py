@@ -116,21 +116,9 @@ class RunDirectory:
         if self.path.exists() and not self.path.is_dir():
             raise EvalRunError(f"{self.path}: exists and is not a directory")
         self.path.mkdir(parents=True, exist_ok=True)
-        if self.run_path.is_file():
-            try:
-                recorded = json.loads(self.run_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise EvalRunError(f"{self.run_path}: unreadable ({exc})") from exc
-            later = [k for k in LATER_KEYS if k in recorded and k in identity]
-            differs = [k for k in (*keys, *later) if recorded.get(k) != identity.get(k)]
-            if differs:
-                details = "; ".join(
-                    _difference(k, recorded.get(k), identity.get(k)) for k in differs
-                )
-                raise EvalRunError(
-                    f"{self.path} holds another run ({details}); resume it with the same "
-                    "options, or choose a new --out directory"
-                )
+        recorded = self.recorded()
+        if recorded is not None:
+            self.check_same(recorded, identity, keys)
             return recorded
         if self.details_path.is_file() and self.details_path.stat().st_size:
             raise EvalRunError(
@@ -142,6 +130,29 @@ class RunDirectory:
         tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(self.run_path)
         return record
+
+    def recorded(self) -> dict[str, Any] | None:
+        """What ``run.json`` says the directory measures, or None when nothing ran there."""
+        if not self.run_path.is_file():
+            return None
+        try:
+            return json.loads(self.run_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise EvalRunError(f"{self.run_path}: unreadable ({exc})") from exc
+
+    def check_same(
+        self, recorded: dict[str, Any], identity: dict[str, Any], keys: Sequence[str]
+    ) -> None:
+        """Refuse ``identity`` when it disagrees with the recorded run on one of ``keys`` (or on
+        a later key both have)."""
+        later = [k for k in LATER_KEYS if k in recorded and k in identity]
+        differs = [k for k in (*keys, *later) if recorded.get(k) != identity.get(k)]
+        if differs:
+            details = "; ".join(_difference(k, recorded.get(k), identity.get(k)) for k in differs)
+            raise EvalRunError(
+                f"{self.path} holds another run ({details}); resume it with the same "
+                "options, or choose a new --out directory"
+            )
 
     def finished(self) -> dict[str, dict[str, Any]]:
         """Rows by question id. A torn last line (a kill mid-write) is cut from the file, so its

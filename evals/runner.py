@@ -470,26 +470,19 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
     check_config(config)
     spec = get_pipeline(config.pipeline)
     run_dir = RunDirectory(config.out)
-    if not run_dir.run_path.is_file():
+    recorded = run_dir.recorded()
+    if recorded is None:
         raise EvalRunError(f"{config.out}: no {RUN_FILE}; nothing was run there yet")
-    try:
-        recorded = json.loads(run_dir.run_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise EvalRunError(f"{run_dir.run_path}: unreadable ({exc})") from exc
     dataset = Path(config.dataset)
     fmt = resolve_format(dataset, config.fmt)
+    # what can be told without a model (its label, k and passage budget are the recorded ones)
     here = {
         "dataset_sha256": file_sha256(dataset),
         "format": fmt,
         "setting": config.setting,
         "pipeline": spec.name,
     }
-    differs = [key for key, value in here.items() if recorded.get(key) != value]
-    if differs:
-        raise EvalRunError(
-            f"{config.out} holds another run ({', '.join(differs)} differ); give the dataset "
-            "and options it was run with"
-        )
+    run_dir.check_same(recorded, here, tuple(here))
     end = None if config.limit is None else config.offset + config.limit
     questions = select_types(load_questions(dataset, fmt, limit=end)[config.offset :], config)
     # read without cutting a torn tail: the run may still be appending to the file
