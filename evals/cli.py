@@ -654,7 +654,8 @@ def plans_command(
 ) -> None:
     """Why plans stay open, from the gold hops (MuSiQue, 2Wiki): resolved on or off the chain,
     a nameless query, a wrong finding upstream, or the failing hop's gold paragraph shown,
-    retrieved below what was shown, or not retrieved (read from the rows)."""
+    retrieved below what was shown, or not retrieved (read from the rows). HotpotQA, which has
+    gold paragraphs and no gold hops, gets the classes those allow."""
     from evals.plan_outcomes import PlanOutcomeError, plan_outcomes, plan_outcomes_markdown
 
     others = [Path(run) for run in against or []]

@@ -20,6 +20,11 @@ each hop's answer and paragraph) every plan falls in the first class that fits:
 - ``open: gold not retrieved``: none of its passages is a gold paragraph.
 
 Findings match a hop when their F1 against its answer is at least ``MATCH_F1``.
+
+HotpotQA gives its gold paragraphs but no gold hops. Its plans are classed with what that
+allows: a resolved plan is ``resolved`` unchecked (nothing says whether its findings are on the
+chain), no open plan is ``a wrong finding``, and the failed query's passages are looked up among
+the gold paragraphs. ``PlanOutcomes.unchecked`` counts these plans and the table says so.
 """
 
 from __future__ import annotations
@@ -60,21 +65,23 @@ def _on_chain(finding: str, question: EvalQuestion) -> bool:
 def classify_plan(
     row: Mapping[str, Any], question: EvalQuestion, shown: int = SUMMARY_PASSAGES
 ) -> str | None:
-    """The class of one planner row, or None when it cannot say (no plan, no gold hops)."""
+    """The class of one planner row, or None when it cannot say (no plan, no gold paragraphs).
+    Without gold hops (HotpotQA) findings are not checked against the chain (module doc)."""
     planner = row.get("planner") or {}
     subs = planner.get("sub_queries") or []
-    if not subs or not question.gold_hops:
+    hops = question.gold_hops
+    if not subs or not (hops or question.supporting_ids):
         return None
     check = planner.get("citation_check") or {}
     found = [s for s in subs if s.get("answered") and s.get("finding")]
-    off_chain = [s for s in found if not _on_chain(str(s["finding"]), question)]
+    off_chain = [s for s in found if hops and not _on_chain(str(s["finding"]), question)]
     if check.get("plan_resolved"):
         return "resolved off the chain" if off_chain else "resolved"
     if check.get("nameless_queries"):
         return "open: nameless query"
     if off_chain:
         return "open: a wrong finding"
-    gold = {hop.passage_id for hop in question.gold_hops}
+    gold = {hop.passage_id for hop in hops} or set(question.supporting_ids)
     failed = next((s for s in subs if not s.get("answered")), None)
     if failed is None:  # every query answered and still open: a hop waits behind another
         return "open: gold shown, unsupported"
@@ -92,6 +99,7 @@ class PlanOutcomes:
     counts: dict[str, int] = field(default_factory=dict)
     f1: dict[str, float] = field(default_factory=dict)  # mean F1 of the class's questions
     unclassified: int = 0
+    unchecked: int = 0  # plans classed without gold hops (HotpotQA): findings not checked
     # other runs' mean F1 on each class's questions (the ones they finished): what one-call
     # RAG and the oracle make of the same questions
     others: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -139,8 +147,12 @@ def plan_outcomes(
             out.unclassified += 1
         else:
             members.setdefault(kind, []).append(row)
+            out.unchecked += not question.gold_hops
     if not members:
-        raise PlanOutcomeError(f"{run}: no planner row with gold hops to classify")
+        raise PlanOutcomeError(
+            f"{run}: no planner row to classify (it needs the planner's rows and the questions' "
+            "gold hops or gold paragraphs)"
+        )
     out.counts = {kind: len(rows) for kind, rows in members.items()}
     out.f1 = {kind: _mean_f1(rows) for kind, rows in members.items()}
     of_type: dict[str, list[Mapping[str, Any]]] = {}
@@ -171,6 +183,14 @@ def plan_outcomes_markdown(results: Sequence[PlanOutcomes]) -> str:
         lines.append(f"| {r.run} | {r.total} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Each cell: plans of that class (their mean F1). " + CLASS_NOTE)
+    for r in results:
+        if r.unchecked:
+            lines += [
+                "",
+                f"{r.run}: {r.unchecked} of {r.total} questions have gold paragraphs but no gold "
+                "hops (HotpotQA): their resolved plans are not checked against the chain and "
+                "none can be `open: a wrong finding`.",
+            ]
     for r in results:
         if len(r.by_type) < 2:
             continue

@@ -15,6 +15,7 @@ from agent.cli.main import app
 from evals.datasets import EvalQuestion, load_questions
 from evals.plan_outcomes import (
     PlanOutcomeError,
+    PlanOutcomes,
     classify_plan,
     plan_outcomes,
     plan_outcomes_markdown,
@@ -66,6 +67,29 @@ def test_each_plan_falls_in_the_first_class_that_fits(question: EvalQuestion) ->
     assert classify_plan({"id": "x", "f1": 0.0}, question) is None
     bare = EvalQuestion("x", QUESTION, ["Seine"], [])
     assert classify_plan(on_chain, bare) is None
+
+
+def test_without_gold_hops_plans_are_classed_by_the_gold_paragraphs() -> None:
+    """HotpotQA: gold paragraphs, no gold hops. A resolved plan cannot be checked against the
+    chain, and a finding that is no hop's answer cannot be told apart from a right one."""
+    band = "tinted-windows-band-id"
+    hotpot = EvalQuestion("h1", "Where did the band play first?", ["Tulsa"], ["Tinted Windows"],
+                          supporting_ids=[band])  # fmt: skip
+    name, city = "band that released Tinted Windows", "first performance of #1"
+    resolved = row(sub(name, "Hanson"), sub(city, "Austin"), resolved=True)
+    assert classify_plan(resolved, hotpot) == "resolved"
+    shown = row(sub(name, "Hanson"), sub(city, "", ["a", band]))
+    assert classify_plan(shown, hotpot) == "open: gold shown, unsupported"
+    below = row(sub(name, "Hanson"), sub(city, "", ["a", "b", "c", band]))
+    assert classify_plan(below, hotpot) == "open: gold retrieved, not shown"
+    lost = row(sub(name, "", ["a"]))
+    assert classify_plan(lost, hotpot) == "open: gold not retrieved"
+    nameless = row(sub(name, "Hanson"), sub("where", ""), nameless_queries=["where"])
+    assert classify_plan(nameless, hotpot) == "open: nameless query"
+    table = plan_outcomes_markdown(
+        [PlanOutcomes("hotpotqa/full", {"resolved": 1}, {"resolved": 100.0}, unchecked=1)]
+    )
+    assert "1 of 1 questions have gold paragraphs but no gold hops" in table
 
 
 def write_run(tmp_path: Path, dataset: Path, rows: list[dict[str, Any]]) -> Path:
