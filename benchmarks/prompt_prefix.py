@@ -155,25 +155,16 @@ def record(args: argparse.Namespace, log: Path) -> None:
             print(f"[prefix] question {index + 1}", flush=True)
             recorder.question = index
             out = args.work / "runs" / f"q{index + 1}"
-            cmd = [
-                sys.executable,
-                "-m",
-                "agent.cli.main",
-                "eval",
-                "run",
-                "--dataset",
-                str(args.dataset.resolve()),
-                "--pipeline",
-                args.pipeline,
-                "--out",
-                str(out.resolve()),
-                "--offset",
-                str(index),
-                "--limit",
-                "1",
-                "--concurrency",
-                "1",
-            ]
+            flags = {
+                "--dataset": str(args.dataset.resolve()),
+                "--pipeline": args.pipeline,
+                "--out": str(out.resolve()),
+                "--offset": str(index),
+                "--limit": "1",
+                "--concurrency": "1",
+            }
+            cmd = [sys.executable, "-m", "agent.cli.main", "eval", "run"]
+            cmd += [part for flag in flags.items() for part in flag]
             subprocess.run(cmd, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
             recorder.write({"question": index, "done": True})
     finally:
