@@ -413,9 +413,11 @@ def _write_metrics(
     wall_seconds: float,
     started_at: str,
     metrics_only: bool = False,
+    concurrency: int | None = None,
 ) -> dict[str, Any]:
     """``metrics.json``, ``report.md`` and the chart over ``rows`` (the selection's finished
-    questions); ``identity`` is what ``run.json`` records for the run."""
+    questions); ``identity`` is what ``run.json`` records for the run. ``concurrency``: the
+    run's, where it is not this command's (a rescoring runs nothing)."""
     metrics = {
         **aggregate(rows),
         "pipeline": identity["pipeline"],
@@ -429,7 +431,7 @@ def _write_metrics(
         "limit": config.limit,
         "offset": config.offset,
         **({"types": list(config.types)} if config.types else {}),
-        "concurrency": config.concurrency,
+        "concurrency": config.concurrency if not metrics_only else concurrency,
         "ran_now": ran_now,
         "wall_seconds": round(wall_seconds, 2),
         "started": started_at,
@@ -505,6 +507,11 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
             f"{config.out}{hint}"
         )
     rows = [finished[q.id] for q in questions]
+    # the questions ran at the concurrency the run's last metrics recorded, not at this
+    # command's (unknown, null, when the run stopped before writing any)
+    earlier: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        earlier = json.loads((run_dir.path / "metrics.json").read_text(encoding="utf-8"))
     return _write_metrics(
         config,
         rows,
@@ -513,4 +520,5 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
         wall_seconds=0.0,
         started_at=started_at,
         metrics_only=True,
+        concurrency=earlier.get("concurrency") if isinstance(earlier, dict) else None,
     )

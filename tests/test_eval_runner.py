@@ -360,7 +360,7 @@ async def test_metrics_only_rescores_a_stopped_run_without_a_model(
 ) -> None:
     out = tmp_path / "run"
     await run_eval(
-        RunConfig(dataset=TINY, pipeline="bm25", out=out),
+        RunConfig(dataset=TINY, pipeline="bm25", out=out, concurrency=2),
         context(eval_settings, scripted_chat(), embeddings),
     )
     # a run of two questions at once stopped with a hole: questions 1 and 3 finished, not 2
@@ -369,20 +369,25 @@ async def test_metrics_only_rescores_a_stopped_run_without_a_model(
     # ... and question 2 is being written right now: metrics-only reads around the torn tail
     # and leaves it to the run that is appending
     details.write_text("\n".join(kept) + '\n{"id": "tiny-2", "pred')
-    (out / "metrics.json").unlink()
     (out / "report.md").unlink()
     hole = r"1 of the 3 .* the first 1 are all finished: --limit 1"
     with pytest.raises(EvalRunError, match=hole):
         write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=out))
-    assert not (out / "metrics.json").exists()
+    assert json.loads((out / "metrics.json").read_text())["n"] == 3  # a refusal writes nothing
 
     metrics = write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=1))
     assert metrics["n"] == 1 and metrics["ran_now"] == 0 and metrics["model"] == "scripted"
     assert json.loads((out / "metrics.json").read_text())["n"] == 1
+    # the questions ran two at a time, not at this command's default of one
+    assert metrics["concurrency"] == 2
     assert "| rescored |" in (out / "report.md").read_text() and metrics["metrics_only"]
     # the rows of the questions after the hole stay where they are, the torn tail too
     assert details.read_text().endswith('\n{"id": "tiny-2", "pred')
     assert sorted(r["id"] for r in read_details(out)) == ["tiny-1", "tiny-3"]
+    # with no earlier metrics the run's concurrency is unknown, not this command's
+    (out / "metrics.json").unlink()
+    rescored = write_metrics_only(RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=1))
+    assert rescored["concurrency"] is None
 
     # another run's directory, or one nothing ran in, is refused
     with pytest.raises(EvalRunError, match="holds another run"):
