@@ -26,6 +26,7 @@ from evals.paired import (
     format_wlt,
     markdown_table,
     mean_defined,
+    pipeline_role,
 )
 from evals.report import details_or_none
 
@@ -83,6 +84,10 @@ def slice_score(
         if not rows:
             continue
         finished[pipeline] = len(rows)
+        if pipeline != agent and pipeline_role(pipeline) == "agent":
+            # an ablation is compared in the slice's compare tables; pairing it here would
+            # shrink the agent's line to the questions a growing ablation has reached
+            continue
         runs.append(RunRows(pipeline, pipeline, {str(r["id"]): r for r in rows}))
     if agent not in finished or not any(r.role == "one-call" for r in runs):
         return None

@@ -78,6 +78,14 @@ def test_runs_still_growing_are_paired_on_what_all_finished(tmp_path: Path) -> N
     )
 
 
+def test_a_growing_ablation_is_listed_but_does_not_shrink_the_pairing(tmp_path: Path) -> None:
+    slice_with_runs(tmp_path)
+    write_run(tmp_path / "musique" / "no-decompose", [0.0])  # one question so far
+    score = slice_score(tmp_path, "musique", [*PIPELINES, "no-decompose"], limit=4)
+    assert score is not None and score.n == 4
+    assert "musique: no-decompose 1 of 4 finished" in scoreboard_markdown([score], {}, "chains")
+
+
 def test_no_line_without_the_agent_or_a_one_call_run(tmp_path: Path) -> None:
     write_run(tmp_path / "musique" / "oracle", [1.0])
     write_run(tmp_path / "musique" / "full", [1.0])
