@@ -77,6 +77,7 @@ from evals.provenance import code_version
 from evals.report import (
     METRICS_FILE,
     ReportError,
+    load_metrics,
     read_details,
     write_report,
 )
@@ -401,6 +402,7 @@ async def run_eval(
         ran_now=len(pending),
         wall_seconds=time.monotonic() - wall,
         started_at=started_at,
+        concurrency=config.concurrency,
     )
 
 
@@ -412,12 +414,12 @@ def _write_metrics(
     ran_now: int,
     wall_seconds: float,
     started_at: str,
+    concurrency: int | None,
     metrics_only: bool = False,
-    concurrency: int | None = None,
 ) -> dict[str, Any]:
     """``metrics.json``, ``report.md`` and the chart over ``rows`` (the selection's finished
-    questions); ``identity`` is what ``run.json`` records for the run. ``concurrency``: the
-    run's, where it is not this command's (a rescoring runs nothing)."""
+    questions); ``identity`` is what ``run.json`` records for the run. ``concurrency``: how
+    many questions the run answered at once (None when a rescoring cannot know)."""
     metrics = {
         **aggregate(rows),
         "pipeline": identity["pipeline"],
@@ -431,7 +433,7 @@ def _write_metrics(
         "limit": config.limit,
         "offset": config.offset,
         **({"types": list(config.types)} if config.types else {}),
-        "concurrency": config.concurrency if not metrics_only else concurrency,
+        "concurrency": concurrency,
         "ran_now": ran_now,
         "wall_seconds": round(wall_seconds, 2),
         "started": started_at,
@@ -510,8 +512,8 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
     # the questions ran at the concurrency the run's last metrics recorded, not at this
     # command's (unknown, null, when the run stopped before writing any)
     earlier: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        earlier = json.loads((run_dir.path / "metrics.json").read_text(encoding="utf-8"))
+    with contextlib.suppress(ReportError):
+        earlier = load_metrics(run_dir.path)
     return _write_metrics(
         config,
         rows,
@@ -519,6 +521,6 @@ def write_metrics_only(config: RunConfig) -> dict[str, Any]:
         ran_now=0,
         wall_seconds=0.0,
         started_at=started_at,
+        concurrency=earlier.get("concurrency"),
         metrics_only=True,
-        concurrency=earlier.get("concurrency") if isinstance(earlier, dict) else None,
     )
