@@ -81,15 +81,9 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            request = urllib.request.Request(
-                recorder.upstream + self.path,
-                data=body,
-                headers={"Content-Type": "application/json", "Authorization": "Bearer x"},
-                method="POST",
-            )
             try:
-                with urllib.request.urlopen(request, timeout=UPSTREAM_TIMEOUT_S) as response:
-                    status, payload = response.status, response.read()
+                url = recorder.upstream + self.path
+                status, payload = _send(url, body, UPSTREAM_TIMEOUT_S)
             except urllib.error.HTTPError as exc:
                 status, payload = exc.code, exc.read()
             if self.path.endswith("/chat/completions") and status == 200:
@@ -115,15 +109,27 @@ def make_handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _post(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _send(url: str, body: bytes, timeout_s: float) -> tuple[int, bytes]:
+    """POST a JSON body to the model server: its reply's status and bytes (an HTTP error
+    raises)."""
     request = urllib.request.Request(
         url,
-        data=json.dumps(payload).encode(),
+        data=body,
         headers={"Content-Type": "application/json", "Authorization": "Bearer x"},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        return response.status, response.read()
+
+
+def _post(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(_send(url, json.dumps(payload).encode(), 60.0)[1])
+
+
+def server_root(handle: Any) -> str:
+    """The embedded server's address without the OpenAI path: ``/tokenize`` and
+    ``/apply-template`` sit beside ``/v1``."""
+    return handle.endpoint.rstrip("/").removesuffix("/v1")
 
 
 def record(args: argparse.Namespace, log: Path) -> None:
@@ -131,17 +137,18 @@ def record(args: argparse.Namespace, log: Path) -> None:
     from agent.runtime.chat_models import build_chat_model
     from agent.settings import Settings
 
-    done = {r["question"] for r in read_log(log) if r.get("done")}
+    logged = read_log(log)
+    done = {r["question"] for r in logged if r.get("done")}
     todo = [i for i in range(args.offset, args.offset + args.limit) if i not in done]
     if not todo:
         return
     # a question cut short left some of its calls: drop them, it is recorded again whole
-    kept = [r for r in read_log(log) if r["question"] in done]
+    kept = [r for r in logged if r["question"] in done]
     log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), "utf-8")
     os.environ["HOPTREE_LLM__CACHE"] = "false"
     settings = Settings()
     handle = build_chat_model(settings, cache=False)  # starts or leases the embedded server
-    recorder = Recorder(handle.endpoint.rstrip("/").removesuffix("/v1"), log)
+    recorder = Recorder(server_root(handle), log)
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(recorder))
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     env = {
@@ -217,12 +224,12 @@ def analyze(records: list[dict[str, Any]], upstream: str) -> list[dict[str, Any]
         system = next((m["content"] for m in rec["messages"] if m["role"] == "system"), "")
         earlier = by_question[rec["question"]]
         lines = lines_of(rec["messages"])
-        prev_lines = set(lines_of(earlier[-1]["messages"])) if earlier else set()
-        any_lines = {line for e in earlier for line in lines_of(e["messages"])}
+        prev_lines = set(earlier[-1]["lines"]) if earlier else set()
+        any_lines = {line for e in earlier for line in e["lines"]}
         call = {
             "question": rec["question"],
             "step": template_of(system) or "other",
-            "messages": rec["messages"],
+            "lines": lines,
             "tokens": tokens,
             "prompt_tokens": len(tokens),
             "reused": int(rec["timings"].get("cache_n") or 0),
@@ -330,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
 
     handle = build_chat_model(Settings(), cache=False)
     try:
-        calls = analyze(records, handle.endpoint.rstrip("/").removesuffix("/v1"))
+        calls = analyze(records, server_root(handle))
     finally:
         handle.close()
     result = summarize(calls)
