@@ -38,6 +38,14 @@ Role = Literal["oracle", "no-retrieval", "one-call", "agent"]
 ORACLE = "oracle"
 FLOOR = "no-retrieval"
 ONE_CALL = frozenset({"bm25", "dense", "hybrid"})
+# LevelRAG's ablations (its table 2) and the step each switches off; each is also read against
+# the planner itself (``full``), which says what the step is worth
+PLANNER = "full"
+ABLATIONS = {
+    "no-decompose": "decomposition",
+    "no-summarize": "summaries (findings)",
+    "no-supplement": "follow-up rounds",
+}
 
 # the bootstrap draws its index matrix in blocks of about this many cells, so a 10,000 x 7,405
 # resampling (HotpotQA's whole dev set) does not ask for 600 MB at once
@@ -197,6 +205,9 @@ class PairedComparison:
     type_n: dict[str, int]
     type_f1: dict[str, dict[str, float]]  # label -> type -> mean F1 (percent)
     type_gains: dict[str, dict[str, PairedDiff]]  # agent label -> type -> F1 vs best one-call
+    planner: str | None  # the first ``full`` run, which the ablations are read against
+    ablations: dict[str, dict[str, PairedDiff]]  # ablation label -> metric -> minus the planner
+    ablation_types: dict[str, dict[str, PairedDiff]]  # ablation label -> type -> F1 minus it
 
     def role(self, label: str) -> Role:
         return next(r.role for r in self.runs if r.label == label)
@@ -285,6 +296,13 @@ def analyse(
             for label in labels
             if by_label[label].role == "agent"
         }
+    planner = next((r.label for r in shared if r.pipeline == PLANNER), None)
+    ablations: dict[str, dict[str, PairedDiff]] = {}
+    ablation_types: dict[str, dict[str, PairedDiff]] = {}
+    if planner is not None:
+        for label in (r.label for r in shared if r.pipeline in ABLATIONS):
+            ablations[label] = {m: diff(label, planner, m) for m in METRICS}
+            ablation_types[label] = {t: diff(label, planner, only=members[t]) for t in types}
     return PairedComparison(
         runs=shared,
         ids=ids,
@@ -303,6 +321,9 @@ def analyse(
         type_n={t: len(members[t]) for t in types},
         type_f1=type_f1,
         type_gains=type_gains,
+        planner=planner,
+        ablations=ablations,
+        ablation_types=ablation_types,
     )
 
 
@@ -485,11 +506,53 @@ def _type_section(c: PairedComparison) -> list[str]:
     return lines
 
 
+def _ablation_section(c: PairedComparison) -> list[str]:
+    """Each LevelRAG ablation minus the planner: what switching one step off costs, overall and
+    per question type (the gains table reads every agent run against one-call RAG instead)."""
+    planner = c.planner
+    assert planner is not None  # there are ablation rows only when a planner run is compared
+    pipeline = {r.label: r.pipeline for r in c.runs}
+    header = [
+        "run",
+        "step off",
+        "F1",
+        *[f"Δ{label} vs {planner} [95% CI]" for label in METRICS.values()],
+        "W/L/T (F1)",
+        *[f"{t} (n={c.type_n[t]}) ΔF1 W/L" for t in c.types],
+    ]
+    rows = [
+        [
+            label,
+            ABLATIONS[pipeline[label]],
+            f"{c.f1[label]:.1f}",
+            *[format_gain(diffs[m]) for m in METRICS],
+            format_wlt(diffs["f1"]),
+            *[
+                f"{format_gain(d)} {d.wins}/{d.losses}"
+                for d in (c.ablation_types[label][t] for t in c.types)
+            ],
+        ]
+        for label, diffs in c.ablations.items()
+    ]
+    return [
+        "## Ablations",
+        "",
+        f"LevelRAG's switches: each run minus `{planner}` (F1 {c.f1[planner]:.1f}) on the same "
+        f"{len(c.ids)} questions, so a run below it says what the step it switched off is worth. "
+        "W/L: questions where the ablation scores higher, lower than the planner.",
+        "",
+        *markdown_table(header, rows, text=2),
+    ]
+
+
 def paired_markdown(comparison: PairedComparison) -> str:
-    """The three sections below the means table of ``hoptree eval compare --markdown``."""
+    """The sections below the means table of ``hoptree eval compare --markdown``: paired gains,
+    headroom, per type, and the ablations against the planner when both are among the runs."""
     sections = [
         _gains_section(comparison),
         _headroom_section(comparison),
         _type_section(comparison),
     ]
+    if comparison.ablations:
+        sections.append(_ablation_section(comparison))
     return "\n\n".join("\n".join(lines) for lines in sections) + "\n"

@@ -224,7 +224,31 @@ def test_a_comparison_needs_two_distinctly_labelled_runs_with_shared_questions(
         analyse([suite[0], apart])
 
 
-def test_the_markdown_has_the_three_sections(suite: list[RunRows]) -> None:
+def test_each_ablation_is_read_against_the_planner_overall_and_per_type(
+    suite: list[RunRows],
+) -> None:
+    result = analyse(suite, resamples=500, seed=0)
+    assert result.planner == "full" and list(result.ablations) == ["no-decompose"]
+    # no-decompose loses q3 (1 -> 0) and q4 (0.5 -> 0), both bridge questions
+    overall = result.ablations["no-decompose"]["f1"]
+    assert overall.mean == pytest.approx(-15.0)
+    assert (overall.wins, overall.losses, overall.ties) == (0, 2, 8)
+    bridge = result.ablation_types["no-decompose"]["bridge"]
+    assert bridge.mean == pytest.approx(-25.0) and bridge.n == 6
+    assert result.ablation_types["no-decompose"]["comparison"].mean == pytest.approx(0.0)
+    text = paired_markdown(result)
+    assert "| no-decompose | decomposition | 40.0 | " in text
+    assert f"| {format_gain(overall)} | " in text and "| 0/2/8 |" in text
+
+
+def test_without_the_planner_an_ablation_is_only_an_agent_run(suite: list[RunRows]) -> None:
+    result = analyse([r for r in suite if r.label != "full"], resamples=500, seed=0)
+    assert result.planner is None and result.ablations == {}
+    assert "no-decompose" in result.vs_best
+    assert "## Ablations" not in paired_markdown(result)
+
+
+def test_the_markdown_has_the_four_sections(suite: list[RunRows]) -> None:
     result = analyse(suite, resamples=500, seed=0)
     text = paired_markdown(result)
     headings = [line for line in text.splitlines() if line.startswith("## ")]
@@ -232,6 +256,7 @@ def test_the_markdown_has_the_three_sections(suite: list[RunRows]) -> None:
         "## Paired gains (95% bootstrap CI, 500 resamples, seed 0)",
         "## Headroom",
         "## By question type",
+        "## Ablations",
     ]
     full = result.vs_best["full"]
     assert f"| full | agent | 10 | {format_gain(full)} |" in text
