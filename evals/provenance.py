@@ -3,6 +3,8 @@
 A suite spans sessions, and the code moves under it; a row that does not say which code made it
 cannot be compared with another honestly. Every eval row records ``code``: the short commit,
 with ``+dirty`` when tracked files differ from it, or the package version outside a checkout.
+Committed results are not the code: a run resumed into its tracked folder under
+``evals/results`` rewrites its own rows, and that must not mark the rows it goes on to write.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 GIT_TIMEOUT_S = 5.0
 SOURCE_ROOT = Path(__file__).resolve().parents[1]  # the checkout this module was imported from
+RESULTS = "evals/results"  # data the evaluations write, not code
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -43,5 +46,7 @@ def code_version(root: Path = SOURCE_ROOT) -> str:
     commit = _git(root, "rev-parse", "--short=7", "HEAD")
     if not commit:
         return _package_version()
-    changed = _git(root, "status", "--porcelain", "--untracked-files=no")
+    changed = _git(
+        root, "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RESULTS}"
+    )
     return f"{commit}+dirty" if changed else commit

@@ -30,6 +30,23 @@ def test_the_commit_and_whether_tracked_files_changed(tmp_path: Path) -> None:
     assert code_version(tmp_path) == f"{commit}+dirty"
 
 
+def test_committed_results_rewritten_by_a_run_are_not_the_code(tmp_path: Path) -> None:
+    rows = tmp_path / "evals" / "results" / "v4" / "full"
+    rows.mkdir(parents=True)
+    (rows / "details.jsonl").write_text('{"id": "q1"}\n')
+    (tmp_path / "a.py").write_text("x = 1\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    commit = git(tmp_path, "rev-parse", "--short=7", "HEAD")
+    (rows / "details.jsonl").write_text('{"id": "q1"}\n{"id": "q2"}\n')  # a resumed run
+    code_version.cache_clear()
+    assert code_version(tmp_path) == commit
+    (tmp_path / "a.py").write_text("x = 2\n")
+    code_version.cache_clear()
+    assert code_version(tmp_path) == f"{commit}+dirty"
+
+
 def test_outside_a_checkout_the_package_version(tmp_path: Path) -> None:
     code_version.cache_clear()
     assert code_version(tmp_path).startswith("hoptree ")
