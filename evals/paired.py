@@ -15,6 +15,7 @@ On top of that it places runs between a floor and a ceiling: the closed-book run
 (``no-retrieval``), the best one-call RAG run (``bm25``, ``dense``, ``hybrid``) and the reader
 given only the gold paragraphs (``oracle``). The share of the gap from the best one-call RAG to
 the oracle that an agent run closes ("headroom captured") is what the agent's extra calls buy.
+An ablation of the planner is also read against the planner's own run: what its step is worth.
 
 Everything here is a pure function of rows; rendering the tables is in this module too (they are
 its only reader), the chart is ``evals.compare``'s.
