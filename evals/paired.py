@@ -208,7 +208,7 @@ class PairedComparison:
     type_gains: dict[str, dict[str, PairedDiff]]  # agent label -> type -> F1 vs best one-call
     planner: str | None  # the first ``full`` run, which the ablations are read against
     ablations: dict[str, dict[str, PairedDiff]]  # ablation label -> metric -> minus the planner
-    ablation_types: dict[str, dict[str, PairedDiff]]  # ablation label -> type -> F1 minus it
+    ablation_types: dict[str, dict[str, PairedDiff]]  # ablation label -> type -> F1 vs planner
 
     def role(self, label: str) -> Role:
         return next(r.role for r in self.runs if r.label == label)
@@ -346,6 +346,11 @@ def format_wlt(diff: PairedDiff) -> str:
     return f"{diff.wins}/{diff.losses}/{diff.ties}"
 
 
+def format_gain_wl(diff: PairedDiff) -> str:
+    """``+5.2 [-1.0, +11.4] 3/1``: a gain with its wins and losses, one cell of a per-type row."""
+    return f"{format_gain(diff)} {diff.wins}/{diff.losses}"
+
+
 def markdown_table(
     header: Sequence[str], rows: Sequence[Sequence[str]], *, text: int = 1
 ) -> list[str]:
@@ -479,11 +484,7 @@ def _type_section(c: PairedComparison) -> list[str]:
             [
                 t,
                 str(c.type_n[t]),
-                *[
-                    f"{format_gain(c.type_gains[a][t])} "
-                    f"{c.type_gains[a][t].wins}/{c.type_gains[a][t].losses}"
-                    for a in agents
-                ],
+                *[format_gain_wl(c.type_gains[a][t]) for a in agents],
             ]
             for t in c.types
         ]
@@ -491,10 +492,7 @@ def _type_section(c: PairedComparison) -> list[str]:
             [
                 "all",
                 str(len(c.ids)),
-                *[
-                    f"{format_gain(c.vs_best[a])} {c.vs_best[a].wins}/{c.vs_best[a].losses}"
-                    for a in agents
-                ],
+                *[format_gain_wl(c.vs_best[a]) for a in agents],
             ]
         )
         lines += [
@@ -528,10 +526,7 @@ def _ablation_section(c: PairedComparison) -> list[str]:
             f"{c.f1[label]:.1f}",
             *[format_gain(diffs[m]) for m in METRICS],
             format_wlt(diffs["f1"]),
-            *[
-                f"{format_gain(d)} {d.wins}/{d.losses}"
-                for d in (c.ablation_types[label][t] for t in c.types)
-            ],
+            *[format_gain_wl(c.ablation_types[label][t]) for t in c.types],
         ]
         for label, diffs in c.ablations.items()
     ]
