@@ -26,6 +26,16 @@ and an earlier one are measured side by side in one run, as issue 35's before/af
 An earlier commit may lay out its indexes otherwise, so give it a data dir of its own (link its
 ``models`` folder to the usual one to spare assembling the model again).
 
+An arm can also run another pipeline where the others run the table's one
+(``name/PIPELINE[@REF]:...``): the planner's switches are pipelines (``full`` keeps every step on
+whatever the environment says), so "the planner without follow-up rounds" is an arm running
+``no-supplement`` beside ``full``. Give such an arm a data dir of its own as well: the embedded
+model's server keeps prompts it has read, and an arm that follows another on the same questions
+would find them already read::
+
+    python benchmarks/planner_profile.py --limit 20 --pipeline full --config with: \\
+        --config without/no-supplement:HOPTREE_DATA_DIR=.cache/without-data
+
 Rerunning the same command resumes; ``--report-only`` rewrites the tables from the rows.
 """
 
@@ -42,6 +52,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
+
+from evals.paired import format_gain, format_wlt, paired_diff
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -63,26 +75,36 @@ STEP_FIELDS = (
 
 @dataclass(frozen=True)
 class Config:
-    """One arm: environment overrides, and the commit whose code runs it (None: this checkout)."""
+    """One arm: environment overrides, the commit whose code runs it (None: this checkout) and
+    the pipeline it runs in place of each table's (None: the table's own)."""
 
     name: str
     env: dict[str, str] = dataclass_field(default_factory=dict)
     ref: str | None = None
+    pipeline: str | None = None
+
+    def runs(self, pipeline: str) -> str:
+        """The pipeline this arm runs for the table of ``pipeline``."""
+        return self.pipeline or pipeline
 
 
 def parse_config(text: str) -> Config:
-    """``name[@REF]:KEY=VALUE,KEY=VALUE`` (``name:`` alone = today's code and defaults)."""
+    """``name[/PIPELINE][@REF]:KEY=VALUE,KEY=VALUE`` (``name:`` alone = today's code and
+    defaults)."""
     head, _, rest = text.partition(":")
-    name, _, ref = head.partition("@")
-    if not name or ("@" in head and not ref):
-        raise argparse.ArgumentTypeError(f"config {text!r}: name[@REF]:KEY=VALUE,... expected")
+    named, _, ref = head.partition("@")
+    name, _, pipeline = named.partition("/")
+    if not name or ("@" in head and not ref) or ("/" in named and not pipeline):
+        raise argparse.ArgumentTypeError(
+            f"config {text!r}: name[/PIPELINE][@REF]:KEY=VALUE,... expected"
+        )
     env: dict[str, str] = {}
     for item in filter(None, rest.split(",")):
         key, sep, value = item.partition("=")
         if not sep:
             raise argparse.ArgumentTypeError(f"config {text!r}: {item!r} is not KEY=VALUE")
         env[key.strip()] = value.strip()
-    return Config(name, env, ref or None)
+    return Config(name, env, ref or None, pipeline or None)
 
 
 def source_dir(work: Path, config: Config, repo: Path = ROOT) -> Path:
@@ -118,6 +140,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def run_chunk(work: Path, dataset: Path, pipeline: str, config: Config, limit: int) -> None:
+    pipeline = config.runs(pipeline)
     out = work / config.name / pipeline
     cmd = [
         sys.executable,
@@ -190,6 +213,7 @@ def compare(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str
         " ".join(a["prediction"].lower().split()) == " ".join(b["prediction"].lower().split())
         for a, b in pairs
     )
+    gain = paired_diff({b["id"]: b["f1"] for _, b in pairs}, {a["id"]: a["f1"] for a, _ in pairs})
     return {
         "paired": len(pairs),
         "median_speedup": round(median(ratios), 2),
@@ -198,6 +222,9 @@ def compare(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str
             2,
         ),
         "f1_diff": round(100 * sum(b["f1"] - a["f1"] for a, b in pairs) / len(pairs), 1),
+        # the paired bootstrap interval of the F1 difference and its W/L/T, as `eval compare`
+        "f1_gain": format_gain(gain),
+        "f1_wlt": format_wlt(gain),
         "identical_answers": round(same / len(pairs), 3),
     }
 
@@ -206,10 +233,13 @@ def report(work: Path, configs: list[Config], pipelines: list[str]) -> dict:
     result: dict[str, Any] = {
         "configs": {c.name: c.env for c in configs},
         "refs": {c.name: c.ref for c in configs if c.ref},
+        "arm_pipelines": {c.name: c.pipeline for c in configs if c.pipeline},
         "pipelines": {},
     }
     for pipeline in pipelines:
-        rows = {c.name: read_rows(work / c.name / pipeline / "details.jsonl") for c in configs}
+        rows = {
+            c.name: read_rows(work / c.name / c.runs(pipeline) / "details.jsonl") for c in configs
+        }
         base_name = configs[0].name
         # an arm that never ran this pipeline (e.g. one added to re-measure only ``hybrid``)
         # is left out of its table rather than shown as a row of zeros
@@ -228,22 +258,28 @@ def markdown(result: dict[str, Any]) -> str:
     for name, env in result["configs"].items():
         knobs = ", ".join(f"`{k}={v}`" for k, v in env.items()) or "defaults"
         ref = result.get("refs", {}).get(name)
-        lines.append(f"- **{name}**: {knobs}" + (f", the code of `{ref}`" if ref else ""))
+        own = result.get("arm_pipelines", {}).get(name)
+        lines.append(
+            f"- **{name}**: {knobs}"
+            + (f", the code of `{ref}`" if ref else "")
+            + (f", running `{own}` in each table" if own else "")
+        )
     for pipeline, by_config in result["pipelines"].items():
         lines += [
             "",
             f"## {pipeline}",
             "",
-            "| config | n | median s | speedup (median, total) | F1 | ΔF1 | same answer "
-            "| calls | prompt tok | completion tok | prompt s | decode s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| config | n | median s | speedup (median, total) | F1 | ΔF1 [95% CI] | W/L/T "
+            "| same answer | calls | prompt tok | completion tok | prompt s | decode s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, s in by_config.items():
             vs = next((v for k, v in s.items() if k.startswith("vs_")), {}) or {}
             lines.append(
                 f"| {name} | {s['questions']} | {s['median_seconds']} | "
                 f"{vs.get('median_speedup', '')}× / {vs.get('total_speedup', '')}× | "
-                f"{s['mean_f1']} | {vs.get('f1_diff', '')} | "
+                f"{s['mean_f1']} | {vs.get('f1_gain', vs.get('f1_diff', ''))} | "
+                f"{vs.get('f1_wlt', '')} | "
                 f"{100 * vs.get('identical_answers', 0):.0f}% | {s['median_calls']:g} | "
                 f"{s['median_prompt_tokens']:g} | {s['median_completion_tokens']:g} | "
                 f"{s['median_prompt_s']} | {s['median_decode_s']} |"

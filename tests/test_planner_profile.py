@@ -36,7 +36,10 @@ def test_config_text(bench: ModuleType) -> None:
     assert bench.parse_config("before@799ade1:A=1, B=2") == bench.Config(
         "before", {"A": "1", "B": "2"}, "799ade1"
     )
-    for bad in (":A=1", "x@:", "x:A"):
+    assert bench.parse_config("without/no-supplement@abc:D=d") == bench.Config(
+        "without", {"D": "d"}, "abc", "no-supplement"
+    )
+    for bad in (":A=1", "x@:", "x:A", "x/:A=1", "/full:"):
         with pytest.raises(argparse.ArgumentTypeError):
             bench.parse_config(bad)
 
@@ -89,3 +92,37 @@ def test_report_pairs_each_arm_with_the_first(bench: ModuleType, tmp_path: Path)
     assert after["f1_diff"] == 25.0
     assert after["identical_answers"] == 0.5
     assert "the code of `799ade1`" in bench.markdown(result)
+
+
+def test_an_arm_with_its_own_pipeline_is_paired_with_the_tables(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """``without/no-supplement`` sits in the ``full`` table, read from its own pipeline's rows,
+    with the paired interval and W/L/T of its F1 against the first arm."""
+    rows = {
+        ("with", "full"): [("a", 60.0, 1.0, "Tulsa"), ("b", 50.0, 0.0, "x"), ("c", 40.0, 0.5, "y")],
+        ("without", "no-supplement"): [
+            ("a", 30.0, 1.0, "Tulsa"),
+            ("b", 25.0, 1.0, "z"),
+            ("c", 20.0, 0.0, "w"),
+        ],
+    }
+    for (name, pipeline), arm in rows.items():
+        out = tmp_path / name / pipeline
+        out.mkdir(parents=True)
+        (out / "details.jsonl").write_text(
+            "".join(
+                f'{{"id": "{i}", "seconds": {s}, "f1": {f}, "prediction": "{p}"}}\n'
+                for i, s, f, p in arm
+            )
+        )
+    configs = [bench.Config("with"), bench.parse_config("without/no-supplement:")]
+    result = bench.report(tmp_path, configs, ["full"])
+    vs = result["pipelines"]["full"]["without"]["vs_with"]
+    assert vs["paired"] == 3 and vs["median_speedup"] == 2.0
+    assert vs["f1_diff"] == 16.7  # +1, -0.5, 0 over three questions
+    assert vs["f1_wlt"] == "1/1/1"
+    assert vs["f1_gain"].startswith("+16.7 [")
+    text = bench.markdown(result)
+    assert "running `no-supplement` in each table" in text
+    assert "| without | 3 |" in text and "1/1/1" in text
