@@ -221,7 +221,7 @@ def compare(base: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str
             sum(a["seconds"] for a, _ in pairs) / max(1e-9, sum(b["seconds"] for _, b in pairs)),
             2,
         ),
-        "f1_diff": round(100 * sum(b["f1"] - a["f1"] for a, b in pairs) / len(pairs), 1),
+        "f1_diff": round(gain.mean, 1),
         # the paired bootstrap interval of the F1 difference and its W/L/T, as `eval compare`
         "f1_gain": format_gain(gain),
         "f1_wlt": format_wlt(gain),

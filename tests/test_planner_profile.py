@@ -69,18 +69,23 @@ def test_an_earlier_commit_runs_from_its_own_worktree(bench: ModuleType, tmp_pat
         bench.source_dir(work, bench.Config("other", {}, "no-such-ref"), repo=repo)
 
 
-def test_report_pairs_each_arm_with_the_first(bench: ModuleType, tmp_path: Path) -> None:
-    def write(name: str, rows: list[tuple[str, float, float, str]]) -> None:
-        out = tmp_path / name / "full"
-        out.mkdir(parents=True)
-        lines = [
-            f'{{"id": "{i}", "seconds": {s}, "f1": {f}, "prediction": "{p}"}}'
+def write_rows(
+    work: Path, name: str, pipeline: str, rows: list[tuple[str, float, float, str]]
+) -> None:
+    """An arm's run directory under ``work``: one row (id, seconds, F1, prediction) a question."""
+    out = work / name / pipeline
+    out.mkdir(parents=True)
+    (out / "details.jsonl").write_text(
+        "".join(
+            f'{{"id": "{i}", "seconds": {s}, "f1": {f}, "prediction": "{p}"}}\n'
             for i, s, f, p in rows
-        ]
-        (out / "details.jsonl").write_text("\n".join(lines) + "\n")
+        )
+    )
 
-    write("before", [("a", 40.0, 1.0, "Tulsa"), ("b", 60.0, 0.0, "x")])
-    write("after", [("a", 20.0, 1.0, "tulsa"), ("b", 20.0, 0.5, "y")])
+
+def test_report_pairs_each_arm_with_the_first(bench: ModuleType, tmp_path: Path) -> None:
+    write_rows(tmp_path, "before", "full", [("a", 40.0, 1.0, "Tulsa"), ("b", 60.0, 0.0, "x")])
+    write_rows(tmp_path, "after", "full", [("a", 20.0, 1.0, "tulsa"), ("b", 20.0, 0.5, "y")])
     configs = [bench.Config("before", {}, "799ade1"), bench.Config("after")]
     # an arm with no rows for the pipeline (it measured another one) is not a row of zeros
     result = bench.report(tmp_path, [*configs, bench.Config("hybrid-only")], ["full"])
@@ -99,23 +104,18 @@ def test_an_arm_with_its_own_pipeline_is_paired_with_the_tables(
 ) -> None:
     """``without/no-supplement`` sits in the ``full`` table, read from its own pipeline's rows,
     with the paired interval and W/L/T of its F1 against the first arm."""
-    rows = {
-        ("with", "full"): [("a", 60.0, 1.0, "Tulsa"), ("b", 50.0, 0.0, "x"), ("c", 40.0, 0.5, "y")],
-        ("without", "no-supplement"): [
-            ("a", 30.0, 1.0, "Tulsa"),
-            ("b", 25.0, 1.0, "z"),
-            ("c", 20.0, 0.0, "w"),
-        ],
-    }
-    for (name, pipeline), arm in rows.items():
-        out = tmp_path / name / pipeline
-        out.mkdir(parents=True)
-        (out / "details.jsonl").write_text(
-            "".join(
-                f'{{"id": "{i}", "seconds": {s}, "f1": {f}, "prediction": "{p}"}}\n'
-                for i, s, f, p in arm
-            )
-        )
+    write_rows(
+        tmp_path,
+        "with",
+        "full",
+        [("a", 60.0, 1.0, "Tulsa"), ("b", 50.0, 0.0, "x"), ("c", 40.0, 0.5, "y")],
+    )
+    write_rows(
+        tmp_path,
+        "without",
+        "no-supplement",
+        [("a", 30.0, 1.0, "Tulsa"), ("b", 25.0, 1.0, "z"), ("c", 20.0, 0.0, "w")],
+    )
     configs = [bench.Config("with"), bench.parse_config("without/no-supplement:")]
     result = bench.report(tmp_path, configs, ["full"])
     vs = result["pipelines"]["full"]["without"]["vs_with"]
