@@ -1,0 +1,427 @@
+"""Hop reading from gold labels: one model call an item, minutes a run.
+
+Whether a planner's chain resolves is decided by the reader taking a hop's answer out of a
+passage it already holds; an end-to-end run measures that only through hours of planning and
+searching. Here every gold hop of a question is read alone:
+
+- MuSiQue: each step of ``question_decomposition`` with ``#n`` filled by the earlier steps'
+  gold answers ("#2 >> shares border with" becomes "shares border with of Columbia"), shown
+  with its support paragraph; 2Wiki: each evidence triple as "relation of subject", shown with
+  the paragraph about its subject.
+- Shown as the findings step shows an atomic query's passages: ``--shown mixed`` puts the gold
+  paragraph among the two of the question's other paragraphs that rank highest for the hop by
+  BM25 (the distractors a search for the hop brings), at a position that cycles over the three;
+  ``--shown alone`` shows the gold paragraph only. Passages are windowed around the hop as the
+  findings call windows them (``PlannerSettings.passage_chars``).
+- Read by each ``--arm`` (``ARMS``): ``findings`` is today's findings call for one query (JSON:
+  a span and its passage numbers); ``reader`` is one-call RAG's reader (a short answer alone).
+- Scored against the hop's gold answer (and the question's aliases when the hop's answer is the
+  question's): exact match (the target's "exact-or-alias"), token F1, and whether the span is
+  supported by a shown passage, empty, or restates the hop's subject.
+
+Tuning and report halves are kept apart exactly as the report slices are: MuSiQue's first 87
+questions of ``musique_ans_dev_174`` tune, its last 87 report; 2Wiki ``dev_163_official`` is
+report only. Rows go to ``--out`` (one JSON line per item and arm, resumable: a rerun reads only
+what is missing), and ``--summary`` writes the table and the JSON of ``benchmarks/results``.
+
+    HOPTREE_LLM__CACHE=false HOPTREE_LLM__LOCAL_PARALLEL=2 HOPTREE_LLM__LOCAL_CTX=16384 \\
+    python benchmarks/hop_reading.py --split musique_tune --arm findings --arm reader \\
+        --sample 60 --out /tmp/hop-reading
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from langchain_core.language_models import BaseChatModel
+
+import prompts
+from agent.checks.evidence import support
+from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
+from evals.datasets import EvalQuestion, load_questions, resolve_format
+from evals.metrics import best_exact_match, best_f1
+from searchers.passages import Hit, Passage, numbered_passages
+from searchers.reader import read_short_answer
+from searchers.searcher import RunScope
+from searchers.structured_calls import ask
+from searchers.text import normalize_answer_folded
+
+SHOWN = 3  # PlannerSettings.summary_passages: passages the findings call reads for a query
+CHARS = 350  # PlannerSettings.passage_chars
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+MUSIQUE = DATA / "musique" / "musique_ans_dev_174.jsonl"
+TWOWIKI = DATA / "2wikimultihopqa" / "dev_163_official.jsonl"
+# split -> (file, first question, one past the last); the report halves are never tuned on
+SPLITS: dict[str, tuple[Path, int, int | None]] = {
+    "musique_tune": (MUSIQUE, 0, 87),
+    "musique_report": (MUSIQUE, 87, None),
+    "2wiki_report": (TWOWIKI, 0, None),
+}
+_REF = re.compile(r"#(\d+)")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PREPOSITIONS = {"with", "in", "of", "by", "for", "to", "at", "on", "from", "into", "as"}
+
+
+@dataclass(frozen=True)
+class HopItem:
+    """One gold hop, ready to read: its text, its answers, and the passages shown for it."""
+
+    qid: str
+    hop: int  # 1-based position in the question's chain
+    text: str
+    answers: list[str]
+    gold_id: str
+    shown: list[tuple[str, str, str]]  # (passage id, title, text), in the order shown
+    kind: str = ""  # the question's type (2hop, compositional, ...)
+
+    @property
+    def key(self) -> str:
+        return f"{self.qid}#{self.hop}"
+
+    def hits(self) -> list[Hit]:
+        return [Hit(Passage(pid, title, text, {}), 1.0) for pid, title, text in self.shown]
+
+    @property
+    def gold_position(self) -> int:
+        return [pid for pid, _t, _x in self.shown].index(self.gold_id) + 1
+
+
+def hop_text(raw: str, earlier: Sequence[str]) -> str:
+    """A gold sub-question with ``#n`` filled by the earlier hops' gold answers; MuSiQue's
+    knowledge-base form "subject >> relation" reads as "relation of subject" ("shares border with
+    subject" where the relation ends in a preposition), the form of 2Wiki's hops and of the
+    planner's atomic queries."""
+
+    def fill(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        return earlier[n - 1] if 0 < n <= len(earlier) else match.group(0)
+
+    text = _REF.sub(fill, raw).strip()
+    if ">>" in text:
+        subject, relation = (part.strip() for part in text.split(">>", 1))
+        joint = " " if relation.split()[-1].casefold() in _PREPOSITIONS else " of "
+        text = f"{relation}{joint}{subject}"
+    return " ".join(text.split())
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def bm25_order(query: str, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[int]:
+    """Indexes of ``docs`` from the best BM25 match for ``query`` down (ties keep file order):
+    the question's own paragraphs are the corpus, as a search for the hop among them ranks it."""
+    toks = [_tokens(d) for d in docs]
+    n = len(toks)
+    avg = sum(map(len, toks)) / max(1, n)
+    df: Counter[str] = Counter(w for t in toks for w in set(t))
+    scores = []
+    for i, t in enumerate(toks):
+        tf = Counter(t)
+        s = 0.0
+        for w in set(_tokens(query)):
+            if w in tf:
+                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / max(avg, 1)))
+        scores.append((-s, i))
+    return [i for _s, i in sorted(scores)]
+
+
+def hop_items(question: EvalQuestion, shown: str, start: int = 0) -> list[HopItem]:
+    """The question's gold hops as items; ``start`` turns the gold passage's position (items of
+    one run cycle through the shown slots). Empty when a hop's paragraph is missing (the chain
+    cannot be filled)."""
+    if not question.gold_hops or question.gold_hops_skipped:
+        return []
+    paragraphs = {
+        pid: (title, text)
+        for pid, (title, text) in zip(question.passage_ids(), question.paragraphs, strict=True)
+    }
+    finals = {normalize_answer_folded(a) for a in question.answers}
+    items: list[HopItem] = []
+    earlier: list[str] = []
+    for n, gold in enumerate(question.gold_hops, start=1):
+        text = hop_text(gold.question, earlier)
+        earlier.append(gold.answer)
+        if gold.passage_id not in paragraphs:
+            continue
+        answers = [gold.answer]
+        if normalize_answer_folded(gold.answer) in finals:
+            answers += [a for a in question.answers if a != gold.answer]
+        title, body = paragraphs[gold.passage_id]
+        passages = [(gold.passage_id, title, body)]
+        if shown == "mixed":
+            others = [(pid, t, x) for pid, (t, x) in paragraphs.items() if pid != gold.passage_id]
+            order = bm25_order(text, [f"{t} {x}" for _p, t, x in others])
+            distractors = [others[i] for i in order[: SHOWN - 1]]
+            slot = (start + len(items)) % SHOWN
+            passages = distractors[:slot] + passages + distractors[slot:]
+        items.append(HopItem(question.id, n, text, answers, gold.passage_id, passages,
+                             question.type))  # fmt: skip
+    return items
+
+
+def split_items(split: str, shown: str, sample: int | None = None) -> list[HopItem]:
+    """Every hop of the split's questions (``sample``: that many, drawn with seed 0, in file
+    order), gold positions cycling over the whole split."""
+    path, first, last = SPLITS[split]
+    questions = load_questions(path, resolve_format(path))[first:last]
+    items: list[HopItem] = []
+    for q in questions:
+        items += hop_items(q, shown, start=len(items))
+    if sample is not None and sample < len(items):
+        keep = set(random.Random(0).sample(range(len(items)), sample))
+        items = [it for i, it in enumerate(items) if i in keep]
+    return items
+
+
+@dataclass
+class Read:
+    """What one arm read for one item."""
+
+    answer: str
+    cited: list[int] = field(default_factory=list)  # 1-based positions of the passages cited
+    calls: int = 1
+    error: str = ""
+
+
+Arm = Callable[[BaseChatModel, HopItem, RunScope], Awaitable[Read]]
+
+
+def shown_text(item: HopItem, hits: list[Hit] | None = None) -> str:
+    return numbered_passages(hits or item.hits(), max_chars=CHARS, query=item.text, titled=True)
+
+
+async def read_findings(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """Today's findings call, the item as the round's only query."""
+    sub = {"id": "q1", "query": item.text, "round": 1}
+    text, by_number = _findings_prompt([sub], {"q1": item.hits()}, CHARS)  # type: ignore[list-item]
+    reply = await ask(
+        chat,
+        RoundFindings,
+        prompts.render("findings", queries=text),
+        scope=scope,
+        step="summarize",
+        max_tokens=FINDINGS_MAX_TOKENS,
+    )
+    if reply.value is None:
+        return Read("", error=str(reply.error))
+    first = reply.value.findings[0] if reply.value.findings else None
+    if first is None:
+        return Read("")
+    ids = [hit.id for hit in item.hits()]
+    cited = [ids.index(by_number[n].id) + 1 for n in first.passages if n in by_number]
+    return Read(first.answer, cited)
+
+
+async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """One-call RAG's reader over the same windowed passages."""
+    reply = await read_short_answer(chat, item.text, shown_text(item), scope=scope, step="read")
+    if reply.value is None:
+        return Read("", error=str(reply.error))
+    return Read(reply.value.answer)
+
+
+ARMS: dict[str, Arm] = {"findings": read_findings, "reader": read_reader}
+
+
+def restates(answer: str, query: str) -> bool:
+    """The reply repeats the hop's own words instead of answering ("father of X" -> "X")."""
+    words = answer.casefold().split()
+    return bool(words) and (
+        answer.casefold() in query.casefold() or all(w in query.casefold() for w in words[:2])
+    )
+
+
+def score(item: HopItem, read: Read) -> dict[str, Any]:
+    """A read scored against the hop's answers, with the support check the planner applies."""
+    hits = item.hits()
+    records = [h.to_json() for h in hits]
+    cited = [records[n - 1] for n in read.cited if 0 < n <= len(records)]
+    answer = " ".join(read.answer.split())
+    supported = bool(answer) and bool(support(answer, cited, records, item.text))
+    return {
+        "answer": answer,
+        "em": best_exact_match(answer, item.answers),
+        "f1": best_f1(answer, item.answers),
+        "supported": supported,
+        "empty": not answer,
+        "restated": bool(answer) and not supported and restates(answer, item.text),
+        "calls": read.calls,
+        "error": read.error,
+    }
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (row["split"], row["shown"], row["arm"], row["key"])
+
+
+def load_rows(out: Path) -> list[dict[str, Any]]:
+    path = out / "rows.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+async def run(
+    chat: BaseChatModel,
+    items: list[HopItem],
+    arms: list[str],
+    *,
+    split: str,
+    shown: str,
+    out: Path,
+    slots: int = 1,
+    timeout_s: float = 300,
+) -> list[dict[str, Any]]:
+    """Read every item under every arm not yet in ``out/rows.jsonl``; append each row as it is
+    read (a stopped run resumes where it stopped); progress lines from the first item."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = {_row_key(r) for r in load_rows(out)}
+    todo = [(a, it) for a in arms for it in items if (split, shown, a, it.key) not in done]
+    gate = asyncio.Semaphore(max(1, slots))
+    started = time.monotonic()
+    written: list[dict[str, Any]] = []
+    print(f"{split}/{shown}: {len(todo)} reads to do ({len(done)} done before)", flush=True)
+
+    async def one(arm: str, item: HopItem) -> None:
+        async with gate:
+            t0 = time.monotonic()
+            try:
+                read = await ARMS[arm](chat, item, RunScope(llm_timeout_s=timeout_s))
+            except Exception as exc:  # a failed read is a row, not a stopped run
+                read = Read("", error=f"{type(exc).__name__}: {exc}")
+            row = {
+                "split": split,
+                "shown": shown,
+                "arm": arm,
+                "key": item.key,
+                "kind": item.kind,
+                "hop": item.hop,
+                "text": item.text,
+                "answers": item.answers,
+                "gold_position": item.gold_position,
+                "seconds": round(time.monotonic() - t0, 2),
+                **score(item, read),
+            }
+        with (out / "rows.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        written.append(row)
+        n = len(written)
+        if n % 10 == 0 or n == len(todo):
+            rate = (time.monotonic() - started) / n
+            print(f"{split}/{shown}: {n}/{len(todo)} read, {rate:.1f} s each", flush=True)
+
+    await asyncio.gather(*(one(a, it) for a, it in todo))
+    return written
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per (split, shown, arm): n, accuracy (exact or alias, %), F1, supported, empty,
+    restated, accuracy by gold position, median seconds."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['split']}/{r['shown']}/{r['arm']}", []).append(r)
+    table: dict[str, dict[str, Any]] = {}
+    for name, rs in sorted(groups.items()):
+        n = len(rs)
+        secs = sorted(r["seconds"] for r in rs)
+        by_pos: dict[int, list[float]] = {}
+        for r in rs:
+            by_pos.setdefault(r["gold_position"], []).append(r["em"])
+        table[name] = {
+            "n": n,
+            "accuracy": round(100 * sum(r["em"] for r in rs) / n, 1),
+            "f1": round(100 * sum(r["f1"] for r in rs) / n, 1),
+            "supported": round(100 * sum(r["supported"] for r in rs) / n, 1),
+            "empty": sum(r["empty"] for r in rs),
+            "restated": sum(r["restated"] for r in rs),
+            "by_position": {p: round(100 * sum(v) / len(v), 1) for p, v in sorted(by_pos.items())},
+            "median_s": secs[n // 2],
+        }
+    return table
+
+
+def markdown(table: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| split / shown / arm | n | exact or alias | F1 | supported | empty | restated "
+        "| by gold position | median s |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for name, t in table.items():
+        pos = ", ".join(f"{p}: {v:.0f}" for p, v in t["by_position"].items())
+        lines.append(
+            f"| {name} | {t['n']} | {t['accuracy']:.1f}% | {t['f1']:.1f} | {t['supported']:.0f}% "
+            f"| {t['empty']} | {t['restated']} | {pos} | {t['median_s']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, tuple[int, int, int]]:
+    """Per (split, shown): items arm ``b`` read right and ``a`` wrong, the other way, and ties."""
+    by: dict[tuple[str, str, str], dict[str, float]] = {}
+    for r in rows:
+        by.setdefault((r["split"], r["shown"], r["key"]), {})[r["arm"]] = r["em"]
+    out: dict[str, tuple[int, int, int]] = {}
+    for (split, shown, _key), arms in by.items():
+        if a in arms and b in arms:
+            w, lo, t = out.get(f"{split}/{shown}", (0, 0, 0))
+            d = arms[b] - arms[a]
+            out[f"{split}/{shown}"] = (w + (d > 0), lo + (d < 0), t + (d == 0))
+    return out
+
+
+async def read_all(
+    splits: list[str], shown_kinds: list[str], arms: list[str], sample: int | None, out: Path
+) -> None:
+    """Every split under every way of showing, on the configured model (one event loop: the
+    chat client's connections belong to it)."""
+    from agent.runtime.chat_models import build_chat_model
+    from agent.settings import Settings
+
+    settings = Settings()
+    with build_chat_model(settings, cache=settings.llm.cache) as handle:
+        for split in splits:
+            for shown in shown_kinds:
+                items = split_items(split, shown, sample)
+                await run(handle.model, items, arms, split=split, shown=shown, out=out,
+                          slots=settings.llm.local_parallel)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", action="append", choices=sorted(SPLITS), required=True)
+    parser.add_argument("--arm", action="append", choices=sorted(ARMS), required=True)
+    parser.add_argument("--shown", action="append", choices=("mixed", "alone"))
+    parser.add_argument("--sample", type=int, help="hops drawn from each split (seed 0)")
+    parser.add_argument("--out", type=Path, required=True, help="rows folder (resumable)")
+    parser.add_argument("--summary", action="store_true", help="print the table of --out")
+    args = parser.parse_args()
+    shown_kinds = args.shown or ["mixed"]
+    if not args.summary:
+        asyncio.run(read_all(args.split, shown_kinds, args.arm, args.sample, args.out))
+    rows = load_rows(args.out)
+    print(markdown(summarize(rows)))
+    for i, a in enumerate(args.arm):
+        for b in args.arm[i + 1 :]:
+            for name, (w, lo, t) in paired(rows, a, b).items():
+                print(f"{b} against {a}, {name}: {w} right only under {b}, {lo} only under {a}, "
+                      f"{t} same")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

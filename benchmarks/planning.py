@@ -1,0 +1,312 @@
+"""Planning from gold labels: the decompose call alone on each question, scored against the
+question's gold chain (one model call a question; or no call at all, on a run's recorded plans).
+
+A chain resolves only if its plan asks each gold hop, about the right subject, with each later
+hop linked (``#n``) to the hop whose answer it needs. ``benchmarks/decompose_ab.py`` scores a
+plan's shape (its depth, its query count); this scores it against the gold hops:
+
+- MuSiQue: ``question_decomposition``; a step naming ``#k`` needs hop k, the others name their
+  subject (the step's words that the question also holds).
+- 2Wiki: the evidence triples; a triple whose subject is an earlier triple's object needs it.
+- HotpotQA: no hops are labelled, so its supporting titles stand in: a title is reached when a
+  query names it, or, for a title the question does not name (the bridge entity), when a query
+  builds on an earlier one through ``#n``.
+
+A gold hop is *matched* by the first unused planned query, in plan order, that names its subject
+(at least half of the subject's words) or, for a hop that needs hop k, links to the query that
+matched hop k; it is *asked* when that query also holds a word of the hop's relation (5-letter
+prefixes: "directed" asks "director"). A plan *matches the chain* when every gold hop is
+matched; ``relations`` counts plans whose every hop is also asked.
+
+Plans come from the model (``--live``: the decompose node's prompt and rules, as
+``decompose_ab.py`` plans) or from a run's recorded rows (``--rows RUN_DIR``: the queries the
+decompose step wrote, ``origin == "decompose"``, with their recorded links), so today's planner
+has a baseline at no model cost. The same halves as the report slices: MuSiQue 1-87 tune and
+88-174 report, 2Wiki ``dev_163_official`` report, HotpotQA ``_a`` tune and ``_b`` report.
+
+    python benchmarks/planning.py --split musique_report --rows evals/results/v4/musique/full
+    HOPTREE_LLM__CACHE=false python benchmarks/planning.py --split musique_tune --live
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evals.datasets import EvalQuestion, load_questions, resolve_format
+from searchers.text import STOPWORDS, WORD, fold, stem
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SPLITS: dict[str, tuple[Path, int, int | None]] = {
+    "musique_tune": (DATA / "musique" / "musique_ans_dev_174.jsonl", 0, 87),
+    "musique_report": (DATA / "musique" / "musique_ans_dev_174.jsonl", 87, None),
+    "2wiki_report": (DATA / "2wikimultihopqa" / "dev_163_official.jsonl", 0, None),
+    "hotpotqa_tune": (DATA / "hotpotqa" / "dev_hard_300_a.jsonl", 0, 100),
+    "hotpotqa_report": (DATA / "hotpotqa" / "dev_hard_300_b.jsonl", 0, 100),
+}
+_REF = re.compile(r"#(\d{1,2})\b")
+ANY_LINK = -1  # a HotpotQA bridge title: reached by any query that builds on another
+# words of a hop that say nothing of its subject or relation
+_FILLER = {"who", "what", "which", "where", "when", "whom", "whose", "how", "many", "much"}
+# Wikidata's relation names in MuSiQue's steps ("located in the administrative territorial
+# entity") hold words no planner writes; the rest of the relation must still be asked
+_KB_WORDS = {"administrative", "territorial", "entity", "located"}
+
+
+def words(text: str) -> list[str]:
+    """Content words, folded and crudely stemmed, as the planner's own checks compare them."""
+    return [stem(w) for w in WORD.findall(fold(text)) if w not in STOPWORDS and w not in _FILLER]
+
+
+def _prefixes(ws: Sequence[str]) -> set[str]:
+    return {w[:5] for w in ws}
+
+
+@dataclass(frozen=True)
+class GoldStep:
+    """A gold hop as a plan must ask it: the words naming its subject (empty when the subject is
+    an earlier hop's answer), the earlier hops it needs (0-based), its relation's words."""
+
+    subject: tuple[str, ...]
+    needs: tuple[int, ...]
+    relation: tuple[str, ...]
+
+
+def gold_steps(question: EvalQuestion) -> list[GoldStep]:
+    """The question's gold chain; HotpotQA (no gold hops): one step per supporting title, the
+    titles the question does not name needing an earlier step."""
+    asked = set(words(question.question))
+    steps: list[GoldStep] = []
+    if not question.gold_hops:
+        for title in question.supporting_titles:
+            named = tuple(w for w in words(title) if w in asked)
+            if len(named) * 2 >= max(1, len(words(title))):
+                steps.append(GoldStep(tuple(words(title)), (), ()))
+            else:
+                steps.append(GoldStep((), (ANY_LINK,), ()))
+        return steps
+    answers = [h.answer for h in question.gold_hops]
+    for i, hop in enumerate(question.gold_hops):
+        refs = tuple(int(n) - 1 for n in _REF.findall(hop.question) if 0 < int(n) <= i)
+        text = _REF.sub(" ", hop.question)
+        if not refs:  # 2Wiki: "relation of subject", the subject an earlier hop's object
+            refs = tuple(
+                j for j in range(i) if fold(hop.question).endswith(" of " + fold(answers[j]))
+            )
+            for j in refs:
+                text = text[: len(text) - len(answers[j])]
+        named, rel = _split(text, asked)
+        subject = () if refs else named
+        relation = tuple(w for w in rel if w not in subject and w not in _KB_WORDS)
+        steps.append(GoldStep(subject, refs, relation))
+    return steps
+
+
+def _split(text: str, asked: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(subject words, relation words) of a hop: MuSiQue's "subject >> relation"; 2Wiki's
+    "relation of subject" at the first " of " whose right side the question names; otherwise
+    the words the question also holds are the subject's."""
+    if ">>" in text:
+        left, right = text.split(">>", 1)
+        return tuple(words(left)), tuple(words(right))
+    parts = text.split(" of ")
+    for cut in range(1, len(parts)):
+        right = words(" of ".join(parts[cut:]))
+        if right and 2 * sum(w in asked for w in right) >= len(right):
+            return tuple(right), tuple(words(" of ".join(parts[:cut])))
+    mine = words(text)
+    return tuple(w for w in mine if w in asked), tuple(w for w in mine if w not in asked)
+
+
+@dataclass
+class PlannedQuery:
+    text: str
+    needs: tuple[int, ...] = ()  # indexes of the planned queries it builds on
+
+
+@dataclass
+class Verdict:
+    matched: list[int | None] = field(default_factory=list)  # planned query of each gold step
+    asked: list[bool] = field(default_factory=list)
+
+    @property
+    def chain(self) -> bool:
+        return bool(self.matched) and all(m is not None for m in self.matched)
+
+    @property
+    def relations(self) -> bool:
+        return self.chain and all(self.asked)
+
+
+def judge(steps: list[GoldStep], plan: list[PlannedQuery]) -> Verdict:
+    """Each gold step matched, in order, by the first unused planned query that names its
+    subject or links to the query matched to the step it needs."""
+    verdict = Verdict()
+    used: set[int] = set()
+    for step in steps:
+        found = None
+        for n, query in enumerate(plan):
+            if n in used:
+                continue
+            if step.needs == (ANY_LINK,):
+                ok = bool(query.needs)
+            elif step.needs:
+                want = {verdict.matched[j] for j in step.needs}
+                ok = bool(set(query.needs) & (want - {None}))
+            else:
+                have = set(words(query.text))
+                ok = bool(step.subject) and 2 * sum(w in have for w in step.subject) >= len(
+                    step.subject
+                )
+            if ok:
+                found = n
+                break
+        verdict.matched.append(found)
+        if found is not None:
+            used.add(found)
+            have = _prefixes(words(plan[found].text))
+            verdict.asked.append(not step.relation or bool(_prefixes(step.relation) & have))
+        else:
+            verdict.asked.append(False)
+    return verdict
+
+
+def recorded_plans(run: Path) -> dict[str, list[PlannedQuery]]:
+    """question id -> the plan its decompose step wrote, from a run's rows (links from the
+    queries' recorded ``needs``)."""
+    plans: dict[str, list[PlannedQuery]] = {}
+    for line in (run / "details.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        subs = [
+            s
+            for s in (row.get("planner") or {}).get("sub_queries") or []
+            if s.get("origin", "decompose") == "decompose"
+        ]
+        index = {str(s.get("id")): n for n, s in enumerate(subs)}
+        plans[row["id"]] = [
+            PlannedQuery(
+                str(s["query"]), tuple(index[q] for q in s.get("needs") or () if q in index)
+            )
+            for s in subs
+        ]
+    return plans
+
+
+def planned_queries(queries: Sequence[str]) -> list[PlannedQuery]:
+    """Plan strings with ``#n`` references (1-based) as planned queries."""
+    return [
+        PlannedQuery(q, tuple(int(n) - 1 for n in _REF.findall(q) if 0 < int(n) <= i))
+        for i, q in enumerate(queries)
+    ]
+
+
+def hop_band(question: EvalQuestion, steps: list[GoldStep]) -> str:
+    if question.type.endswith("hop"):
+        return "2-hop" if question.type == "2hop" else "3-4-hop"
+    return question.type or f"{len(steps)} steps"
+
+
+def score(questions: list[EvalQuestion], plans: dict[str, list[PlannedQuery]]) -> dict[str, Any]:
+    """Per band (MuSiQue 2-hop / 3-4-hop, 2Wiki and HotpotQA types) and overall: questions,
+    plans matching the gold chain, with every relation asked, with as many queries as steps."""
+    count: dict[str, Counter[str]] = {}
+    for q in questions:
+        if q.id not in plans:
+            continue
+        steps = gold_steps(q)
+        if not steps:
+            continue
+        verdict = judge(steps, plans[q.id])
+        for band in (hop_band(q, steps), "all"):
+            c = count.setdefault(band, Counter())
+            c["n"] += 1
+            c["chain"] += verdict.chain
+            c["relations"] += verdict.relations
+            c["count_ok"] += len(plans[q.id]) == len(steps)
+    return {
+        band: {
+            "n": c["n"],
+            "chain": round(100 * c["chain"] / c["n"], 1),
+            "relations": round(100 * c["relations"] / c["n"], 1),
+            "count_ok": round(100 * c["count_ok"] / c["n"], 1),
+        }
+        for band, c in sorted(count.items())
+    }
+
+
+def questions_of(split: str) -> list[EvalQuestion]:
+    path, first, last = SPLITS[split]
+    return load_questions(path, resolve_format(path))[first:last]
+
+
+async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQuery]]:
+    """The decompose call and its rules on each question (``decompose_ab.plan_one``); a
+    question a family relation plans by rule is planned by that rule, as the planner does."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import decompose_ab
+
+    from agent.planner.relations import relation_plan
+    from agent.runtime.chat_models import build_chat_model
+    from agent.settings import Settings
+
+    settings = Settings()
+    plans: dict[str, list[PlannedQuery]] = {}
+    with build_chat_model(settings, cache=settings.llm.cache) as handle:
+        slots = asyncio.Semaphore(max(1, settings.llm.local_parallel))
+        for start in range(0, len(questions), 10):
+            batch = []
+            for q in questions[start : start + 10]:
+                rule = relation_plan(q.question)
+                if rule is not None:
+                    plans[q.id] = planned_queries([str(x) for x in rule])
+                    continue
+                batch.append(decompose_ab.Plan(q, "live"))
+            await asyncio.gather(*(decompose_ab.plan_one(handle.model, p, slots) for p in batch))
+            for p in batch:
+                plans[p.question.id] = planned_queries(p.queries)
+            print(f"planned {min(start + 10, len(questions))}/{len(questions)}", flush=True)
+    return plans
+
+
+def markdown(name: str, table: dict[str, Any]) -> str:
+    lines = [
+        f"| {name} | n | matches the gold chain | ... and asks every relation | query count |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for band, t in table.items():
+        lines.append(
+            f"| {band} | {t['n']} | {t['chain']:.1f}% | {t['relations']:.1f}% "
+            f"| {t['count_ok']:.1f}% |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", choices=sorted(SPLITS), required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--rows", type=Path, help="a run directory: score its recorded plans")
+    source.add_argument("--live", action="store_true", help="plan each question now")
+    parser.add_argument("--limit", type=int, help="the split's first N questions")
+    parser.add_argument("--json", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    questions = questions_of(args.split)[: args.limit]
+    plans = recorded_plans(args.rows) if args.rows else asyncio.run(live_plans(questions))
+    table = score(questions, plans)
+    print(markdown(args.split, table))
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
