@@ -1,10 +1,12 @@
-"""Every command README.md and docs/*.md show still works as shown, at least as far as parsing.
+"""Every command README.md, docs/*.md and evals/results/README.md show still works as shown, at
+least as far as parsing.
 
 ``hoptree ...`` commands are parsed by the real command line (its Click command, built by
 Typer): an unknown sub-command, an option the command does not have, a missing required
 argument or a value of the wrong type fails, and ``--help`` on the same sub-command path must
 succeed through the real app. Nothing is run, so no model starts. ``make X`` needs the Makefile
-target, ``python benchmarks/X.py`` the file, a working ``--help`` and each option it is given,
+target, ``python benchmarks/X.py`` (or ``python -m evals.X``) the file, a working ``--help`` and
+each option it is given,
 ``curl`` a route of the HTTP app with that method and path, ``pytest`` its test files and
 registered markers, ``pip install -e '.[x]'`` the extra, and every ``HOPTREE_*`` variable the
 pages name a setting. A command of any other kind fails until it is checked here or listed in
@@ -30,7 +32,9 @@ import pytest
 from tests.doc_commands import Extracted, Statement, extract, extract_files
 
 REPO = Path(__file__).resolve().parents[1]
-DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS_PAGES = sorted((REPO / "docs").glob("*.md"))
+# the front page, the reference, and the results' front page (its commands are the suite's)
+DOC_FILES = [REPO / "README.md", *DOCS_PAGES, REPO / "evals" / "results" / "README.md"]
 SERVE_PORT = 8642  # `hoptree serve`'s default; a curl elsewhere is not to hoptree's API
 
 # Shown in the docs but not checked here: each with the reason. Keyed by the exact argv, so a
@@ -149,13 +153,14 @@ def check_make(args: tuple[str, ...]) -> None:
 
 
 @functools.cache
-def _script_help(script: str) -> str:
+def _help_of(*program: str) -> str:
+    """``--help`` of a script or ``-m`` module, run as the docs show it (from the checkout)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
     done = subprocess.run(
-        [sys.executable, script, "--help"],
+        [sys.executable, *program, "--help"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -163,23 +168,29 @@ def _script_help(script: str) -> str:
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    assert done.returncode == 0, f"{script} --help failed:\n{done.stderr[-2000:]}"
+    assert done.returncode == 0, f"{' '.join(program)} --help failed:\n{done.stderr[-2000:]}"
     return done.stdout
 
 
 def check_python(args: tuple[str, ...]) -> None:
+    """``python benchmarks/X.py ...`` or ``python -m evals.X ...``: the script or module is
+    there, its ``--help`` works, and it has every ``--option`` the docs give it."""
     if args[:2] == ("-m", "agent.cli"):
         check_hoptree(args[2:])
         return
-    assert args and args[0].startswith("benchmarks/"), f"python {' '.join(args)}: not checked"
-    script = args[0]
-    assert (REPO / script).is_file(), f"no {script}"
-    shown = _script_help(script)
-    for token in args[1:]:
+    if args[:1] == ("-m",) and len(args) > 1 and args[1].startswith("evals."):
+        program, rest = args[:2], args[2:]
+    elif args and args[0].startswith("benchmarks/"):
+        assert (REPO / args[0]).is_file(), f"no {args[0]}"
+        program, rest = args[:1], args[1:]
+    else:
+        pytest.fail(f"python {' '.join(args)}: not checked")
+    shown = _help_of(*program)
+    for token in rest:
         if token.startswith("--"):
             name = token.split("=", 1)[0]
             assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", shown), (
-                f"{script} has no option {name}"
+                f"{' '.join(program)} has no option {name}"
             )
 
 
@@ -391,7 +402,7 @@ def test_every_setting_is_in_the_configuration_page() -> None:
 def test_every_docs_page_is_linked_from_the_readme() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 250, "the front page is read in five minutes"
-    for page in DOC_FILES[1:]:
+    for page in DOCS_PAGES:
         assert f"(docs/{page.name})" in readme, f"README.md does not link docs/{page.name}"
 
 
@@ -413,6 +424,8 @@ def _statements(markdown: str) -> Extracted:
         "make deploy",
         "python benchmarks/no_such_bench.py",
         ".venv/bin/python benchmarks/load_test.py --no-such-flag",
+        ".venv/bin/python -m evals.no_such_study --help",
+        ".venv/bin/python -m evals.searcher_study --no-such-flag",
         "curl -s http://127.0.0.1:8642/v1/nothing",
         "curl -s -X DELETE http://127.0.0.1:8642/v1/ask",
         "curl -s http://127.0.0.1:9999/v1/ask",  # another service: must be listed
