@@ -1,8 +1,8 @@
 """The Elasticsearch backend against a real cluster, with the real embedding model.
 
 Runs only when ``HOPTREE_ES_URL`` points at a cluster (``HOPTREE_ES_API_KEY`` if it is secured);
-see the README's compose file for a local single node. Each run creates its own uniquely named
-index and deletes it at the end, so it is safe against a shared cluster.
+see the compose file in docs/documents.md for a local single node. Each run creates its own
+uniquely named index and deletes it at the end, so it is safe against a shared cluster.
 """
 
 from __future__ import annotations

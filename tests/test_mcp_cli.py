@@ -1,6 +1,6 @@
 """The real ``hoptree mcp`` command in a child process, driven by the official MCP client over
 stdio (the way desktop and IDE agents start it) and over streamable HTTP, exactly as the
-README's client configuration runs it. The child builds everything from settings: its chat
+client configuration of docs/mcp.md runs it. The child builds everything from settings: its chat
 model is an OpenAI-compatible endpoint on 127.0.0.1 that answers from a routed script
 (tests/routed_endpoint.py), its searchers and retrievers are the real ones over a real index.
 """
@@ -37,7 +37,7 @@ STARTUP_S = 600  # the child imports torch and loads the embedding model on a bu
 
 
 def hoptree_command() -> list[str]:
-    """The installed ``hoptree`` script the README names, or the module when not installed."""
+    """The installed ``hoptree`` script docs/mcp.md names, or the module when not installed."""
     script = Path(sys.executable).with_name("hoptree")
     return [str(script)] if script.exists() else [sys.executable, "-m", "agent.cli"]
 

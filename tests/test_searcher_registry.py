@@ -1,5 +1,5 @@
-"""The registry, and adding a searcher the way the README shows (the example below is the
-README's, kept in step by hand: about 30 lines)."""
+"""The registry, and adding a searcher the way docs/searcher-plugins.md shows (the example
+below is that page's, kept in step by hand: about 30 lines; the page's also takes a scope)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from searchers.sparse_tantivy import TantivySparseIndex
 from tests.scripted_chat import ScriptedChatModel
 
 
-# --- the README example -------------------------------------------------------------------
+# --- the example of docs/searcher-plugins.md ----------------------------------------------
 class TitleSearcher:
     """Finds passages whose title shares a word with the query; no LLM involved."""
 
@@ -57,7 +57,7 @@ TITLE = SearcherSpec(
     factory=lambda context: TitleSearcher(context.retrievers["sparse"]),
     requires=("sparse",),
 )
-# --- end of the README example ------------------------------------------------------------
+# --- end of the example of docs/searcher-plugins.md ---------------------------------------
 
 
 @pytest.fixture(scope="module")
