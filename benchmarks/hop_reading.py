@@ -54,6 +54,7 @@ from agent.checks.evidence import support
 from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
+from searchers.hop_reader import read_hop
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
@@ -236,7 +237,26 @@ async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Re
     return Read(reply.value.answer)
 
 
-ARMS: dict[str, Arm] = {"findings": read_findings, "reader": read_reader}
+def one_by_one(max_reads: int) -> Arm:
+    """``searchers.hop_reader``: the passages most about the hop first, each read alone with
+    "not here" allowed, until one states a supported answer (at most ``max_reads`` calls)."""
+
+    async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+        hits = item.hits()
+        found = await read_hop(chat, item.text, hits, scope=scope, supported=support,
+                               max_reads=max_reads)  # fmt: skip
+        cited = [hits.index(found.hit) + 1] if found.hit is not None else []
+        return Read(found.answer, cited, calls=found.calls, error=found.error)
+
+    return read
+
+
+ARMS: dict[str, Arm] = {
+    "findings": read_findings,
+    "reader": read_reader,
+    "one_by_one": one_by_one(3),
+    "best_one": one_by_one(1),
+}
 
 
 def restates(answer: str, query: str) -> bool:
