@@ -110,20 +110,12 @@ class EvalContext:
         read passages of the same length."""
         return self.passage_chars or self.settings.planner.passage_chars
 
-    def search_budget(self) -> SearchBudget:
-        budgets = self.settings.budgets
-        return SearchBudget(
-            max_llm_calls=budgets.searcher_max_llm_calls,
-            deadline_s=budgets.searcher_deadline_s,
-            llm_timeout_s=self.settings.llm.timeout_s,
-        )
-
     def searcher_context(self, corpus: Corpus) -> SearcherContext:
         return SearcherContext(
             chat=self.chat,
             embeddings=self.embeddings,
             retrievers=corpus.retrievers,
-            budget=self.search_budget(),
+            budget=self.settings.search_budget(),
             options=searcher_options(self.settings),
         )
 

@@ -138,11 +138,71 @@ def test_the_standalone_searchers_run_their_own_loops(
 
 
 def test_hoptree_search_gets_the_standalone_budget(settings: Settings) -> None:
-    """``hoptree search`` and the searcher study build their budget from the settings
-    (``agent.searching.search_budget``) as the evals do."""
-    from types import SimpleNamespace
-
-    from agent.searching import search_budget
-
-    budget = search_budget(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
+    """``hoptree search`` (``agent.searching.searcher_context``), the evals and the searcher
+    study build a search's budget in one place, ``Settings.search_budget()``."""
+    budget = settings.search_budget()
     assert (budget.max_llm_calls, budget.deadline_s, budget.llm_timeout_s) == STANDALONE_BUDGET
+
+
+def test_a_plugin_gets_the_planners_loop_through_its_context(settings: Settings) -> None:
+    """The channel the built-ins narrow through is the one a plugin reads: its factory gets
+    the planner's loop in ``context.loop`` and a budget of the loop's calls, its own options
+    untouched; built alone (``hoptree search``) it gets no loop and the stand-alone budget."""
+    from agent.searching import searcher_options
+    from searchers.registry import SearcherContext, SearcherSpec
+    from searchers.searcher import SearchLoop, SearchResult
+
+    class TitleSearcher:
+        name, description = "title", "a plugin"
+
+        async def search(self, query: str, *, k: int = 10) -> SearchResult:
+            raise AssertionError("only built here")
+
+    seen: list[SearcherContext] = []
+
+    def factory(context: SearcherContext) -> TitleSearcher:
+        seen.append(context)
+        return TitleSearcher()
+
+    registry = default_registry(plugins=False)
+    registry.register(SearcherSpec("title", "a plugin", factory))
+    options = {**searcher_options(settings), "title": {"fields": ["title"]}}
+    context = SearcherContext(
+        chat=RoutedChatModel(), budget=settings.search_budget(), options=options
+    )
+    build_agent(settings, context, ["title"], registry=registry)
+    registry.create("title", context)
+    planned, alone = seen
+    assert planned.loop == SearchLoop(
+        max_llm_calls=1, max_depth=1, max_refinements=1, max_rewrites=1
+    )
+    assert (planned.budget.max_llm_calls, planned.budget.deadline_s) == PLANNER_BUDGET[:2]
+    assert planned.options_for("title") == {"fields": ["title"]}
+    assert alone.loop is None and alone.budget.max_llm_calls == STANDALONE_BUDGET[0]
+
+
+def test_the_planners_loop_and_a_searchers_own_table_are_set_apart(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, eval_context: EvalContext, corpus: Corpus
+) -> None:
+    """``HOPTREE_PLANNER__SEARCH_*`` narrows the planner's searches; a searcher's own table
+    (``HOPTREE_SEARCHERS__SPARSE__*``, and the flat names of earlier releases) sets what the
+    planner does not narrow, and the stand-alone loop."""
+    from agent.settings import load_settings
+
+    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH_MAX_DEPTH", "2")
+    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH_MAX_REWRITES", "2")
+    monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE__ORIGINAL_FIRST", "false")
+    monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE_MAX_REFINEMENTS", "9")
+    loaded = load_settings(data_dir=settings.data_dir)
+    context = EvalContext(
+        chat=eval_context.chat,
+        settings=loaded,
+        embeddings=eval_context.embeddings,
+        registry=eval_context.registry,
+    ).searcher_context(corpus)
+    agent = build_agent(loaded, context, ["sparse", "dense"], registry=eval_context.registry)
+    sparse, dense = agent.searchers["sparse"].config, agent.searchers["dense"].config
+    assert (sparse.max_depth, sparse.max_refinements, sparse.original_first) == (2, 1, False)
+    assert (dense.max_rewrites, dense.original_first) == (2, True)
+    alone = eval_context.registry.create("sparse", context).config
+    assert (alone.max_depth, alone.max_refinements, alone.original_first) == (3, 9, False)
