@@ -6,9 +6,11 @@ input (pipeline name, dataset file and layout, output directory) before any mode
 typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
 tables go to stdout, progress bars to stderr.
 
-Why one module of this length: it is the whole ``hoptree eval`` surface, each command a thin
-parse-and-print over the module that does the work (``runner``, ``compare``, ``suite``,
-``quality``), and much of its length is typer's option declarations.
+Each command parses its options and prints what the module doing the work returns: a run is
+``run_request.RunRequest`` (its checks, the models, the runner), a comparison
+``compare.load_comparison``, a suite ``suite.SuiteSession``, the reports ``losses``, ``replay``,
+``plan_outcomes`` and ``quality.compare``. Most of this module's length is typer's option
+declarations.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from evals.compare import (
     load_comparison,
     write_comparison_plots,
 )
-from evals.corpora import TREE_SUBDIR, eval_index_dir
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, PairedComparison, gains_table
 from evals.pipelines import (
     DEFAULT_CONTEXT_TOKENS,
@@ -42,7 +43,7 @@ from evals.report import REPORT_FILE, ReportError
 from evals.run_directory import RunConfig
 from evals.run_request import INPUT_ERRORS, ModelStartError, RunRequest, run_errors
 from evals.scoreboard import HEADER as SCOREBOARD_HEADER
-from evals.scoreboard import SliceScore, growing_runs, score_cells, scoreboard_markdown
+from evals.scoreboard import SliceScore, growing_runs, score_cells
 from evals.suite import (
     DEFAULT_SUITE,
     SCOREBOARD,
@@ -50,22 +51,11 @@ from evals.suite import (
     TREE_JOURNAL,
     Suite,
     SuiteError,
-    SuiteRun,
-    compare_args,
-    execute_cli,
+    SuiteSession,
     get_suite,
-    kept_journal,
-    metrics_of,
-    run_status,
-    run_unfinished,
+    missing_dataset_files,
     suite_runs,
-    suite_scores,
-    tree_progress,
-    tree_setup,
 )
-from searchers.corpus import file_sha256
-from tree.journal import merge_journal
-from tree.store import JOURNAL_FILE, tree_exists
 
 eval_app = typer.Typer(
     help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA / QuALITY files and compare runs.",
@@ -420,75 +410,28 @@ def suite_command(
     except SuiteError as exc:
         raise _fail(str(exc)) from exc
     out_dir = out_dir or Path(suite.out)
-    files = {r.dataset_file(data) for r in runs}
-    missing = sorted(str(f) for f in files if not f.is_file())
+    missing = missing_dataset_files(runs, data)
     if missing:
         raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
-    settings = _settings()
-    sha256_of = {f: file_sha256(f) for f in files}  # once per file, not once per run
-
-    def index_of(run: SuiteRun) -> Path:
-        return eval_index_dir(settings, sha256_of[run.dataset_file(data)])
-
-    def setup(run: SuiteRun) -> list[list[str]]:
-        index_dir = index_of(run)
-        tree_dir = index_dir / TREE_SUBDIR
-        commands = tree_setup(run, data, index_dir, tree_exists(tree_dir))
-        if commands:  # before the build starts: merging into a journal being written could tear it
-            kept = kept_journal(run, out_dir)
-            restored = merge_journal(kept, tree_dir / JOURNAL_FILE)
-            if restored:
-                err.print(f"[dim]{restored} tree journal record(s) restored from {kept}[/dim]")
-        return commands
-
+    session = SuiteSession(suite, runs, data, out_dir, _settings())
     if keep_journals:
-        for run in runs:
-            journal = index_of(run) / TREE_SUBDIR / JOURNAL_FILE
-            if "tree" in PIPELINES[run.pipeline].needs and journal.is_file():
-                kept = kept_journal(run, out_dir)
-                added = merge_journal(journal, kept)
-                out.print(f"{kept}: {added} new record(s)", highlight=False)
-
+        for kept, added in session.keep_journals():
+            out.print(f"{kept}: {added} new record(s)", highlight=False)
     if go:
-
-        def execute(args: list[str]) -> int:
-            return execute_cli(args, env=suite.env)
-
-        for run, code in run_unfinished(runs, data, out_dir, execute, setup=setup):
-            if code != 0:
-                err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
-        for dataset in dict.fromkeys(r.dataset for r in runs):
-            for common in (False, True):
-                args = compare_args(out_dir, dataset, common, suite)
-                if args is not None:
-                    execute(args)
+        session.continue_runs(err.print)
     env = " ".join(f"{key}={value}" for key, value in suite.env.items())
     caption = f"suite {suite.name}; every --run child gets {env}" if env else None
     table = Table(title=f"evaluation suite in {out_dir}", caption=caption)
     for column in ("dataset", "pipeline", "questions", "status", "EM", "F1"):
         table.add_column(column, justify="right" if column in ("EM", "F1") else "left")
-    for run in runs:
-        metrics = metrics_of(run, out_dir) or {}
-        status = run_status(run, out_dir)
-        if status != "finished" and "tree" in PIPELINES[run.pipeline].needs:
-            tree_dir = index_of(run) / TREE_SUBDIR
-            status = f"{status} ({tree_progress(tree_dir, tree_exists(tree_dir))})"
-        table.add_row(
-            run.dataset,
-            run.pipeline,
-            run.questions(),
-            status,
-            str(metrics.get("em", "")),
-            str(metrics.get("f1", "")),
-        )
+    for row in session.status_rows():
+        table.add_row(*row)
     out.print(table)
-    scores = suite_scores(suite, [r.dataset for r in runs], out_dir)
+    scores = session.scores()
     if scores:
         out.print(scoreboard_table(scores, suite))
     if scores and (scoreboard or go):
-        path = out_dir / SCOREBOARD
-        path.write_text(scoreboard_markdown(scores, suite.targets, suite.name), encoding="utf-8")
-        out.print(f"wrote {path}", highlight=False)
+        out.print(f"wrote {session.write_scoreboard(scores)}", highlight=False)
 
 
 def scoreboard_table(scores: list[SliceScore], suite: Suite) -> Table:
