@@ -186,12 +186,9 @@ class BudgetSettings(BaseModel):
         12, ge=1, le=10000, description="hard cap, searchers' calls and the answer included"
     )
     deadline_s: float = Field(900.0, gt=0)
-    searcher_max_llm_calls: int = Field(
-        DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000, description="per stand-alone search"
-    )
-    searcher_deadline_s: float = Field(
-        DEFAULT_SEARCH_DEADLINE_S, gt=0, description="per search, stand-alone or in a plan"
-    )
+    # one search's: stand-alone (in a plan: the planner's search_max_llm_calls) / any search
+    searcher_max_llm_calls: int = Field(DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000)
+    searcher_deadline_s: float = Field(DEFAULT_SEARCH_DEADLINE_S, gt=0)
 
 
 # the flat names of earlier releases, still read: (old key) -> (searcher, option)
@@ -297,12 +294,8 @@ class PlannerSettings(BaseModel):
     # four are the one home of that loop (``search_loop``): every searcher of the planner,
     # built-in or plugin, is narrowed to it through its context (``SearcherContext.within``).
     search_max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
-    search_max_refinements: int = Field(
-        1, ge=0, le=500, description="sparse feedback queries per search"
-    )
-    search_max_rewrites: int = Field(
-        1, ge=1, le=20, description="rewrites (HyDE passages) per search"
-    )
+    search_max_refinements: int = Field(1, ge=0, le=500, description="sparse feedback queries")
+    search_max_rewrites: int = Field(1, ge=1, le=20, description="HyDE passages per search")
     search_max_llm_calls: int = Field(1, ge=1, le=1000, description="LLM calls per search")
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
