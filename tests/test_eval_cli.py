@@ -20,7 +20,7 @@ from evals.pipelines import EvalContext
 from evals.report import ReportError, parse_details, read_details
 from evals.run_directory import RunConfig
 from evals.runner import run_eval
-from tests.test_eval_runner import TINY, scripted_chat
+from tests.eval_script import TINY, scripted_chat
 
 runner = CliRunner()
 
