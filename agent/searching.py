@@ -7,8 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from agent.es_wiring import es_enabled, es_retrievers
-from agent.indexing import canonical_model_name
+from agent.indexing import canonical_model_name, es_enabled, es_retrievers
 from agent.runtime.runtime import Runtime
 from agent.settings import DEFAULT_PLANNER_SEARCHERS, Settings
 from searchers.index_dir import IndexDir

@@ -34,12 +34,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableLambda
 
-from agent.closed_book import answer_closed_book
 from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
 from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
 from agent.settings import BudgetSettings, PlannerSettings, Settings
+from evals.closed_book import answer_closed_book
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever
