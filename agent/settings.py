@@ -50,6 +50,10 @@ CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 EMBEDDED_RUN_SLOTS = 2
 SERVED_RUN_SLOTS = 32
 DEFAULT_CONFIG_FILE = "hoptree.toml"
+# One question's deadline, the budgets' and the HTTP and MCP servers' per-run default alike; set
+# with the first settings (38a706c) and the server (1c35812), with no measurement recorded: a
+# planner question on the embedded model takes minutes, and this leaves it several times that.
+DEFAULT_DEADLINE_S = 900.0
 # the planner's searchers when none are set; "tree" joins them over an index that has a tree
 DEFAULT_PLANNER_SEARCHERS = ("sparse", "dense")
 
@@ -185,7 +189,7 @@ class BudgetSettings(BaseModel):
     max_llm_calls: int = Field(
         12, ge=1, le=10000, description="hard cap, searchers' calls and the answer included"
     )
-    deadline_s: float = Field(900.0, gt=0)
+    deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0)
     # one search's: stand-alone (in a plan: the planner's search_max_llm_calls) / any search
     searcher_max_llm_calls: int = Field(DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000)
     searcher_deadline_s: float = Field(DEFAULT_SEARCH_DEADLINE_S, gt=0)
@@ -404,7 +408,7 @@ class ServerSettings(BaseModel):
         description="runs at once, more get 429; None = 2 with the embedded model (it decodes "
         "on this machine's cores), 32 with a served endpoint (runs mostly wait on it)",
     )
-    request_deadline_s: float = Field(900.0, gt=0, description="per run")
+    request_deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0, description="per run")
     checkpoint_db: Path | None = Field(None, description="None = <data_dir>/threads.sqlite")
 
 

@@ -206,3 +206,14 @@ def test_the_planners_loop_and_a_searchers_own_table_are_set_apart(
     assert (dense.max_rewrites, dense.original_first) == (2, True)
     alone = eval_context.registry.create("sparse", context).config
     assert (alone.max_depth, alone.max_refinements, alone.original_first) == (3, 9, False)
+
+
+def test_the_question_limits_every_surface_reads(settings: Settings) -> None:
+    """One deadline and one question length, read by the planner, the HTTP server and MCP."""
+    from agent.serve.mcp_backend import McpBackend
+
+    assert (settings.budgets.deadline_s, settings.server.request_deadline_s) == (900.0, 900.0)
+    assert settings.server.max_question_chars == 2000
+    defaults = {f.name: f.default for f in McpBackend.__dataclass_fields__.values()}
+    assert (defaults["deadline_s"], defaults["search_timeout_s"]) == (900.0, 300.0)
+    assert defaults["max_question_chars"] == 2000
