@@ -47,7 +47,7 @@ from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.retrieval import Retriever
-from searchers.searcher import SearchBudget, Searcher
+from searchers.searcher import RunScope, Searcher
 
 T = TypeVar("T")
 DEFAULT_K = 5
@@ -207,11 +207,8 @@ async def read_passages(
     """The vanilla-RAG generator: (short answer, contexts shown, error). Each passage is
     trimmed to ``chars`` (default: ``ctx.chars``) around the question."""
     chars = chars or ctx.chars
-    scope = SearchBudget(
-        max_llm_calls=1,
-        deadline_s=ctx.settings.llm.timeout_s,
-        llm_timeout_s=ctx.settings.llm.timeout_s,
-    ).scope()
+    timeout = ctx.settings.llm.timeout_s  # the reader's one call, within one LLM timeout
+    scope = RunScope(max_llm_calls=1, deadline_s=timeout, llm_timeout_s=timeout)
     passages = numbered_passages(list(hits), max_chars=chars, query=question)
     reply = await read_short_answer(ctx.chat, question, passages, scope=scope, step="rag_answer")
     contexts = [shown_text(hit, chars, question) for hit in hits]
