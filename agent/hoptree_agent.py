@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from agent.planner.answer import AgentRunError
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.state import PlannerRun, PlannerState, fresh_question
-from agent.question import clean_question
+from agent.question import MAX_QUESTION_CHARS, clean_question
 from agent.results import (
     AskResult,
     Citation,
@@ -40,6 +39,16 @@ if TYPE_CHECKING:
     from agent.runtime.runtime import Runtime
 
 _DONE = object()
+# The backstop around a whole question, past its deadline and the answer call's own LLM timeout
+# (an answer started at the deadline still gets a full call: ``PlannerRun.answer_scope``): room
+# for the no-call checks after it and for cancellation to land. Set with the first planner
+# (1c35812) with no measurement behind it; the nodes stop themselves long before it fires.
+BACKSTOP_MARGIN_S = 30.0
+
+
+def backstop_s(deadline_s: float, llm_timeout_s: float) -> float:
+    """How long a question may run before it is cut off as hung (``BACKSTOP_MARGIN_S``)."""
+    return deadline_s + llm_timeout_s + BACKSTOP_MARGIN_S
 
 
 class HoptreeAgent:
@@ -53,7 +62,7 @@ class HoptreeAgent:
         planner: PlannerSettings | None = None,
         budgets: BudgetSettings | None = None,
         llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S,
-        max_question_chars: int = 2000,
+        max_question_chars: int = MAX_QUESTION_CHARS,
         model_label: str = "hoptree",
         checkpointer: Any = None,
     ) -> None:
@@ -159,7 +168,7 @@ class HoptreeAgent:
             try:
                 # The nodes stop themselves at the deadline; this is the backstop for a step
                 # that hangs anyway (the answer step gets its LLM timeout on top).
-                async with asyncio.timeout(deadline + self.llm_timeout_s + 30):
+                async with asyncio.timeout(backstop_s(deadline, self.llm_timeout_s)):
                     state = await drive()
                 await queue.put(("state", state))
             except AgentRunError as exc:
@@ -256,21 +265,6 @@ class HoptreeAgent:
         )
 
 
-def planner_search_context(settings: Settings, context: SearcherContext) -> SearcherContext:
-    """The searchers' context as the planner uses it: the lighter per-search loops and budget
-    of ``PlannerSettings`` in place of the stand-alone searcher settings."""
-    cfg = settings.planner
-    options = {name: dict(values) for name, values in context.options.items()}
-    options.setdefault("sparse", {}).update(
-        max_depth=cfg.search_max_depth, max_refinements=cfg.search_max_refinements
-    )
-    options.setdefault("dense", {}).update(
-        max_rewrites=cfg.search_max_rewrites, original_first=True
-    )
-    budget = replace(context.budget, max_llm_calls=cfg.search_max_llm_calls)
-    return replace(context, options=options, budget=budget)
-
-
 def build_agent(
     settings: Settings,
     context: SearcherContext,
@@ -282,17 +276,19 @@ def build_agent(
     registry: SearcherRegistry | None = None,
 ) -> HoptreeAgent:
     """The one place a planner agent is assembled: the searchers ``names`` built by the
-    registry over ``context`` with the planner's lighter loops (``planner_search_context``),
+    registry over ``context`` narrowed to the planner's lighter loop (``SearcherContext.within``
+    with ``PlannerSettings.search_loop()``: the same channel for built-in and plugin searchers),
     and the settings' budgets, timeouts and question limit. The CLI, the HTTP and MCP servers
     (through ``open_agent``), LangGraph Studio, the evaluation pipelines and the load benchmark
     all call it, so a setting read here is read everywhere."""
     registry = registry or default_registry()
-    context = planner_search_context(settings, context)
+    planner = planner or settings.planner
+    context = context.within(planner.search_loop())
     built = {name: registry.create(name, context) for name in names}
     return HoptreeAgent(
         context.chat,
         built,
-        planner=planner or settings.planner,
+        planner=planner,
         budgets=settings.budgets,
         llm_timeout_s=settings.llm.timeout_s,
         max_question_chars=settings.server.max_question_chars,

@@ -1,13 +1,14 @@
 """Ingest and raw retrieval as the CLI (and later the server and evals) call them.
 
 This is where settings meet the index machinery of ``searchers``: which embedding model, which
-dense index kind, how big a chunk, where the index lives. ``searchers`` knows none of that.
+dense index kind, how big a chunk, where the index lives, and whether an Elasticsearch cluster
+answers in place of tantivy and FAISS. ``searchers`` knows none of that.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,16 +16,21 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from agent.es_wiring import es_enabled, es_retrievers, mirror_passages
 from agent.runtime.embeddings import BUNDLED_MODELS
 from agent.settings import Settings
 from searchers.corpus import select_sources
 from searchers.dense_faiss import PassageText
+from searchers.elasticsearch_retrievers import (
+    ElasticsearchDenseRetriever,
+    ElasticsearchSparseRetriever,
+)
+from searchers.elasticsearch_store import ElasticsearchStore, connect
+from searchers.hybrid import HybridRetriever
 from searchers.index_build import BuildReport, FailedSource, SourceSpec, build_index
 from searchers.index_dir import RETRIEVER_KINDS, IndexDir
 from searchers.index_generation import BuildProgress, DenseOptions
 from searchers.jsonl import json_objects
-from searchers.passages import Hit
+from searchers.passages import Hit, Passage
 from searchers.retrieval import Retriever
 
 MAX_QUERY_LINES = 1_000_000
@@ -48,6 +54,60 @@ def canonical_model_name(name: str) -> str:
     if name in BUNDLED_MODELS:
         return name.removeprefix("sentence-transformers/")
     return str(Path(name).expanduser().resolve())
+
+
+# --------------------------------------------------------------------------- Elasticsearch
+# The backend when ``HOPTREE_ES__URL`` is set. The local index directory stays the source of
+# truth (manifest, passage store); `index build` mirrors its passages into the cluster, and
+# `retrieve`/`search` then ask the cluster instead of tantivy/FAISS. One place decides this so
+# every command agrees on which backend answers.
+
+
+def es_enabled(settings: Settings) -> bool:
+    return bool(settings.es.url.strip())
+
+
+def es_store(settings: Settings) -> ElasticsearchStore:
+    cfg = settings.es
+    basic = None
+    if cfg.username and cfg.password is not None:
+        basic = (cfg.username, cfg.password.get_secret_value())
+    client = connect(
+        cfg.url,
+        api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
+        basic_auth=basic,
+        timeout_s=cfg.timeout_s,
+        max_retries=cfg.max_retries,
+        verify_certs=cfg.verify_certs,
+        ca_certs=str(cfg.ca_certs) if cfg.ca_certs else None,
+    )
+    return ElasticsearchStore(client, cfg.index, timeout_s=cfg.timeout_s)
+
+
+def mirror_passages(
+    settings: Settings,
+    passages: Iterable[Passage],
+    embeddings: Embeddings,
+    *,
+    dimension: int,
+    model: str,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Create the cluster index if needed (refusing another embedding model) and add passages;
+    ids make it idempotent, so re-running a build re-sends nothing new."""
+    store = es_store(settings)
+    store.create(dimension, model)
+    return store.add(passages, embeddings, batch_size=settings.es.batch_size, progress=progress)
+
+
+def es_retrievers(settings: Settings, embeddings: Embeddings, model: str) -> dict[str, Any]:
+    store = es_store(settings)
+    sparse = ElasticsearchSparseRetriever(store)
+    dense = ElasticsearchDenseRetriever(store, embeddings, embedding_model=model)
+    hybrid = HybridRetriever(
+        [sparse, dense], rrf_k=settings.index.rrf_k, depth=settings.index.hybrid_depth or None
+    )
+    return {"sparse": sparse, "dense": dense, "hybrid": hybrid}
 
 
 def _embeddings(settings: Settings) -> Embeddings:

@@ -7,13 +7,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from agent.es_wiring import es_enabled, es_retrievers
-from agent.indexing import canonical_model_name
+from agent.indexing import canonical_model_name, es_enabled, es_retrievers
 from agent.runtime.runtime import Runtime
 from agent.settings import DEFAULT_PLANNER_SEARCHERS, Settings
 from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
-from searchers.searcher import SearchBudget, Searcher
+from searchers.searcher import Searcher
 from searchers.verification import VerificationRule
 
 TREE_SUBDIR = "tree"  # where `hoptree tree build` puts an index's RAPTOR tree
@@ -41,15 +40,6 @@ def planner_searchers(settings: Settings, index_dir: Path) -> list[str]:
     return names
 
 
-def search_budget(runtime: Runtime) -> SearchBudget:
-    budgets = runtime.settings.budgets
-    return SearchBudget(
-        max_llm_calls=budgets.searcher_max_llm_calls,
-        deadline_s=budgets.searcher_deadline_s,
-        llm_timeout_s=runtime.settings.llm.timeout_s,
-    )
-
-
 def searcher_context(
     runtime: Runtime, index_dir: Path, needs: Collection[str] = ("sparse", "dense")
 ) -> SearcherContext:
@@ -75,7 +65,7 @@ def searcher_context(
         chat=runtime.chat.model,
         embeddings=runtime.embeddings,
         retrievers=retrievers,
-        budget=search_budget(runtime),
+        budget=runtime.settings.search_budget(),
         options=searcher_options(runtime.settings),
     )
 

@@ -31,17 +31,36 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from searchers.searcher import DEFAULT_LLM_TIMEOUT_S
+from agent.question import MAX_QUESTION_CHARS
+from searchers.searcher import (
+    DEFAULT_LLM_TIMEOUT_S,
+    DEFAULT_SEARCH_DEADLINE_S,
+    DEFAULT_SEARCH_LLM_CALLS,
+    SearchBudget,
+    SearchLoop,
+)
+from searchers.searcher_configs import (
+    DenseSearcherConfig,
+    RuleKind,
+    SparseSearcherConfig,
+    VerificationRule,
+)
 
 CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 EMBEDDED_RUN_SLOTS = 2
 SERVED_RUN_SLOTS = 32
 DEFAULT_CONFIG_FILE = "hoptree.toml"
+# One question's deadline, the budgets' and the HTTP and MCP servers' per-run default alike; set
+# with the first settings (38a706c) and the server (1c35812), with no measurement recorded: a
+# planner question on the embedded model takes minutes, and this leaves it several times that.
+DEFAULT_DEADLINE_S = 900.0
 # the planner's searchers when none are set; "tree" joins them over an index that has a tree
 DEFAULT_PLANNER_SEARCHERS = ("sparse", "dense")
 
 LocalModelName = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
-VerifyRuleName = Literal["coverage", "llm", "llm_and_coverage", "extract", "extract_and_coverage"]
+
+# the searchers' stop rule as chosen by measurement (searchers/verification.py)
+DEFAULT_RULE = VerificationRule()
 
 # Which TOML file the next Settings() reads; set by load_settings(config_file=...).
 _config_file: ContextVar[Path | None] = ContextVar("hoptree_config_file", default=None)
@@ -170,29 +189,10 @@ class BudgetSettings(BaseModel):
     max_llm_calls: int = Field(
         12, ge=1, le=10000, description="hard cap, searchers' calls and the answer included"
     )
-    deadline_s: float = Field(900.0, gt=0)
-    searcher_max_llm_calls: int = Field(30, ge=1, le=1000)
-    searcher_deadline_s: float = Field(300.0, gt=0)
-
-
-class SparseSearcherSettings(BaseModel):
-    """``[searchers.sparse]``: the Lucene searcher's stand-alone loop (LevelRAG's sizes)."""
-
-    model_config = {"extra": "forbid"}
-
-    max_depth: int = Field(3, ge=0, le=6, description="feedback levels (LevelRAG: 3)")
-    max_refinements: int = Field(27, ge=0, le=500, description="LevelRAG: 27")
-    original_first: bool = Field(
-        True, description="probe the query as written before the LLM rewrite (LevelRAG: no)"
-    )
-
-
-class DenseSearcherSettings(BaseModel):
-    """``[searchers.dense]``: the HyDE searcher's stand-alone loop."""
-
-    model_config = {"extra": "forbid"}
-
-    max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents at most")
+    deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0)
+    # one search's: stand-alone (in a plan: the planner's search_max_llm_calls) / any search
+    searcher_max_llm_calls: int = Field(DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000)
+    searcher_deadline_s: float = Field(DEFAULT_SEARCH_DEADLINE_S, gt=0)
 
 
 # the flat names of earlier releases, still read: (old key) -> (searcher, option)
@@ -209,14 +209,17 @@ class SearcherSettings(BaseModel):
     ``[searchers.dense]`` and ``[searchers.<name>]`` for any registered plugin (handed to its
     factory as it is, ``SearcherContext.options_for(name)``), plus the stop rule the built-ins
     share (see searchers/verification.py). The web searcher's providers and keys are ``[web]``.
+    These are each searcher's stand-alone loop (``hoptree search``); inside a plan the planner
+    narrows every searcher to its own lighter loop (``PlannerSettings.search_loop``).
     """
 
     model_config = {"extra": "allow"}  # a plugin's table; checked to be a table below
 
-    verify_rule: VerifyRuleName = Field("coverage", description="when a retrieval suffices")
-    verify_min_coverage: float = Field(0.6, ge=0.0, le=1.0)
-    sparse: SparseSearcherSettings = Field(default_factory=SparseSearcherSettings)
-    dense: DenseSearcherSettings = Field(default_factory=DenseSearcherSettings)
+    verify_rule: RuleKind = Field(DEFAULT_RULE.kind, description="when a retrieval suffices")
+    verify_min_coverage: float = Field(DEFAULT_RULE.min_coverage, ge=0.0, le=1.0)
+    # each built-in's table is its searcher's own config class, the one home of its loop
+    sparse: SparseSearcherConfig = Field(default_factory=SparseSearcherConfig)
+    dense: DenseSearcherConfig = Field(default_factory=DenseSearcherConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -291,11 +294,13 @@ class PlannerSettings(BaseModel):
     # Inside the planner each search is lighter than a stand-alone `hoptree search`: it tries
     # the atomic query as written first and spends a call only when that fails the coverage
     # check; the planner's rounds are the outer refinement loop, and nesting the full
-    # 27-refinement BFS under every atomic query multiplies the cost on a local model.
+    # 27-refinement BFS under every atomic query multiplies the cost on a local model. These
+    # four are the one home of that loop (``search_loop``): every searcher of the planner,
+    # built-in or plugin, is narrowed to it through its context (``SearcherContext.within``).
     search_max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
-    search_max_refinements: int = Field(1, ge=0, le=500)
+    search_max_refinements: int = Field(1, ge=0, le=500, description="sparse feedback queries")
     search_max_rewrites: int = Field(1, ge=1, le=20, description="HyDE passages per search")
-    search_max_llm_calls: int = Field(1, ge=1, le=1000, description="per search")
+    search_max_llm_calls: int = Field(1, ge=1, le=1000, description="LLM calls per search")
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
@@ -368,6 +373,15 @@ class PlannerSettings(BaseModel):
         "question's hits",
     )
 
+    def search_loop(self) -> SearchLoop:
+        """The loop every searcher of the planner runs each search in."""
+        return SearchLoop(
+            max_llm_calls=self.search_max_llm_calls,
+            max_depth=self.search_max_depth,
+            max_refinements=self.search_max_refinements,
+            max_rewrites=self.search_max_rewrites,
+        )
+
     @field_validator("searchers", mode="before")
     @classmethod
     def _searchers_list(cls, value: Any) -> Any:
@@ -386,7 +400,7 @@ class ServerSettings(BaseModel):
     port: int = Field(8642, ge=0, le=65535)
     api_key: SecretStr | None = Field(None, description="Bearer token; required off loopback")
     max_body_bytes: int = Field(65536, ge=1024, description="larger request bodies get 413")
-    max_question_chars: int = Field(2000, ge=10, le=100000)
+    max_question_chars: int = Field(MAX_QUESTION_CHARS, ge=10, le=100000)
     max_concurrency: int | None = Field(
         None,
         ge=1,
@@ -394,7 +408,7 @@ class ServerSettings(BaseModel):
         description="runs at once, more get 429; None = 2 with the embedded model (it decodes "
         "on this machine's cores), 32 with a served endpoint (runs mostly wait on it)",
     )
-    request_deadline_s: float = Field(900.0, gt=0, description="per run")
+    request_deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0, description="per run")
     checkpoint_db: Path | None = Field(None, description="None = <data_dir>/threads.sqlite")
 
 
@@ -519,6 +533,15 @@ class Settings(BaseSettings):
         if self.server.max_concurrency is not None:
             return self.server.max_concurrency
         return EMBEDDED_RUN_SLOTS if self.llm.embedded else SERVED_RUN_SLOTS
+
+    def search_budget(self) -> SearchBudget:
+        """The one builder of a search's budget from the settings: what ``hoptree search``, the
+        evals' searchers and (narrowed to its loop's calls) the planner's searchers run in."""
+        return SearchBudget(
+            max_llm_calls=self.budgets.searcher_max_llm_calls,
+            deadline_s=self.budgets.searcher_deadline_s,
+            llm_timeout_s=self.llm.timeout_s,
+        )
 
     # Derived locations: one place decides where state lives.
     @property

@@ -34,6 +34,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
+from agent.hoptree_agent import backstop_s
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.state import fresh_question
 from agent.question import clean_question
@@ -199,7 +200,7 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
         run = opened.agent.new_run()
         started = time.monotonic()
         # the nodes stop themselves at the deadline; this is the backstop, as in HoptreeAgent
-        async with asyncio.timeout(settings.budgets.deadline_s + settings.llm.timeout_s + 30):
+        async with asyncio.timeout(backstop_s(settings.budgets.deadline_s, settings.llm.timeout_s)):
             final = await planner.ainvoke(
                 fresh_question(question, None),
                 {"recursion_limit": recursion_limit(settings.budgets.max_rounds)},

@@ -48,8 +48,8 @@ dir; ``--write`` also writes ``benchmarks/results/documents.md`` and ``.json``::
 
 Why one file of this length: a benchmark is run as one script (``python
 benchmarks/documents_bench.py``), and its phases share the work directory, the resumable state
-and the report; the pieces other benchmarks also need (stopping a child) live in
-``benchmarks/children.py``.
+and the report; the pieces other benchmarks also need live in ``benchmarks/children.py``
+(stopping a child) and ``benchmarks/machine_load.py`` (the machine and its other busy processes).
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -92,6 +91,7 @@ import httpx  # noqa: E402
 
 from agent.settings import default_data_dir  # noqa: E402
 from benchmarks.children import stop_child  # noqa: E402
+from benchmarks.machine_load import busy_processes, machine  # noqa: E402
 from searchers.passages import source_label  # noqa: E402
 
 # --------------------------------------------------------------------------- the PDF
@@ -732,22 +732,10 @@ def phase_b(env: Env, state: State, runs: int, stub: Stub | None) -> None:
 # --------------------------------------------------------------------------- the machine
 
 
-def machine() -> dict[str, Any]:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "cores": cores,
-        "python": platform.python_version(),
-        "niceness": os.nice(0),
-    }
-
-
 def busy_elsewhere() -> list[tuple[str, float]]:
-    """Other processes using at least a tenth of a CPU (``load_test.busy_processes``), named by
+    """Other processes using at least a tenth of a CPU (``machine_load.busy_processes``), named by
     their first words (a model server's command line carries its whole spec)."""
     with contextlib.suppress(Exception):
-        from benchmarks.load_test import busy_processes
-
         return [(" ".join(name.split()[:4])[:80], share) for name, share in busy_processes()]
     return []
 

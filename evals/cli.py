@@ -6,14 +6,15 @@ input (pipeline name, dataset file and layout, output directory) before any mode
 typo costs milliseconds, not a model load. Bad input exits with status 2 and one line on stderr;
 tables go to stdout, progress bars to stderr.
 
-Why one module of this length: it is the whole ``hoptree eval`` surface, each command a thin
-parse-and-print over the module that does the work (``runner``, ``compare``, ``suite``,
-``quality``), and much of its length is typer's option declarations.
+Each command parses its options and prints what the module doing the work returns: a run is
+``run_request.RunRequest`` (its checks, the models, the runner), a comparison
+``compare.load_comparison``, a suite ``suite.SuiteSession``, the reports ``losses``, ``replay``,
+``plan_outcomes`` and ``quality.compare``. Most of this module's length is typer's option
+declarations.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,34 +26,24 @@ from rich.table import Table
 from rich.text import Text
 
 from evals.compare import (
+    Comparison,
     compare_columns,
-    comparison_markdown,
     comparison_rows,
-    comparison_warnings,
-    gains_plot_path,
-    on_common_questions,
-    paired_comparison,
-    plot_gains,
-    run_labels,
-    with_hop_recall,
+    load_comparison,
+    write_comparison_plots,
 )
-from evals.corpora import TREE_SUBDIR, CorpusSetupError, eval_index_dir
-from evals.datasets import DatasetError, resolve_format
-from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, gains_table
+from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, PairedComparison, gains_table
 from evals.pipelines import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_K,
     PIPELINES,
-    EvalContext,
-    PipelineError,
-    get_pipeline,
 )
-from evals.quality.pipelines import QUALITY_PIPELINES, get_quality_pipeline
-from evals.report import REPORT_FILE, ReportError, details_or_none, load_metrics, plot_scores
-from evals.run_directory import EvalRunError, RunConfig
-from evals.runner import check_config, run_eval, write_metrics_only
+from evals.quality.pipelines import QUALITY_PIPELINES
+from evals.report import REPORT_FILE, ReportError
+from evals.run_directory import RunConfig
+from evals.run_request import INPUT_ERRORS, ModelStartError, RunRequest, run_errors
 from evals.scoreboard import HEADER as SCOREBOARD_HEADER
-from evals.scoreboard import SliceScore, growing_runs, score_cells, scoreboard_markdown
+from evals.scoreboard import SliceScore, growing_runs, score_cells
 from evals.suite import (
     DEFAULT_SUITE,
     SCOREBOARD,
@@ -60,22 +51,11 @@ from evals.suite import (
     TREE_JOURNAL,
     Suite,
     SuiteError,
-    SuiteRun,
-    compare_args,
-    execute_cli,
+    SuiteSession,
     get_suite,
-    kept_journal,
-    metrics_of,
-    run_status,
-    run_unfinished,
+    missing_dataset_files,
     suite_runs,
-    suite_scores,
-    tree_progress,
-    tree_setup,
 )
-from searchers.corpus import file_sha256
-from tree.journal import merge_journal
-from tree.store import JOURNAL_FILE, tree_exists
 
 eval_app = typer.Typer(
     help="Evaluate pipelines on HotpotQA / 2WikiMultihopQA / QuALITY files and compare runs.",
@@ -225,94 +205,37 @@ def run_command(
 ) -> None:
     """Run a pipeline over a question file; rerun the same command to resume. A QuALITY file
     (multiple choice over long articles) indexes each article and builds its trees as needed."""
-    from agent.indexing import build_progress
-    from agent.progress import byte_progress
-    from agent.runtime.embeddings import EmbeddingModelError
-    from agent.runtime.runtime import Runtime
-    from searchers.corpus import CorpusError
-    from searchers.registry import SearcherRegistryError
-    from searchers.retrieval import RetrievalError
-
-    config = RunConfig(
-        dataset=dataset,
-        pipeline=pipeline,
-        out=out_dir,
-        fmt=fmt,
-        setting=setting,
-        limit=limit,
-        offset=offset,
-        types=tuple(question_type or ()),
-        concurrency=concurrency,
-        index=index,
-        tree_options=tuple(tree_option or ()),
+    request = RunRequest(
+        RunConfig(
+            dataset=dataset,
+            pipeline=pipeline,
+            out=out_dir,
+            fmt=fmt,
+            setting=setting,
+            limit=limit,
+            offset=offset,
+            types=tuple(question_type or ()),
+            concurrency=concurrency,
+            index=index,
+            tree_options=tuple(tree_option or ()),
+        ),
+        k=k,
+        passage_chars=passage_chars,
+        context_tokens=context_tokens,
     )
     try:  # everything checkable without a model, checked first
-        config.check()
-        quality = resolve_format(dataset, fmt) == "quality"
-        if quality:
-            from evals.quality.data import load_articles
-            from evals.quality.runner import check_config as check_quality_config
-
-            get_quality_pipeline(pipeline)
-            check_quality_config(config)
-            load_articles(dataset)
-        else:
-            get_pipeline(pipeline)
-            check_config(config)
-        if k < 1 or (passage_chars is not None and passage_chars < 20):
-            raise EvalRunError("-k must be >= 1 and --passage-chars >= 20")
-        if context_tokens < 100:
-            raise EvalRunError("--context-tokens must be >= 100")
-        if metrics_only:
-            if quality:
-                raise EvalRunError("--metrics-only: QuALITY runs are not supported")
-            metrics = write_metrics_only(config)
-    except (EvalRunError, PipelineError, DatasetError) as exc:
+        quality = request.check(metrics_only=metrics_only)
+        metrics = request.metrics_only() if metrics_only else None
+    except INPUT_ERRORS as exc:
         raise _fail(str(exc)) from exc
-    if metrics_only:
-        out.print(_metrics_table(metrics))
-        out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
-        return
-    settings = _settings()
-    runtime = None
-    try:
-        with byte_progress("joining the local model") as joining:
-            runtime = Runtime(settings, progress=joining)
-            chat = runtime.chat  # starts the embedded model, if that is the one configured
-    except Exception as exc:
-        if runtime is not None:
-            runtime.close()
-        err.print(Text.assemble(("the chat model did not start: ", "red"), str(exc)))
-        raise typer.Exit(1) from exc
-    try:
-        context = EvalContext(
-            chat=chat.model,
-            settings=settings,
-            embeddings=runtime.embeddings,
-            model_label=chat.label,
-            k=k,
-            passage_chars=passage_chars,
-            context_tokens=context_tokens,
-        )
-        if quality:
-            from evals.quality.runner import run_quality
-
-            metrics = asyncio.run(run_quality(config, context))
-        else:
-            metrics = asyncio.run(run_eval(config, context, index_progress=build_progress))
-    except (
-        EvalRunError,
-        PipelineError,
-        DatasetError,
-        CorpusSetupError,
-        CorpusError,
-        SearcherRegistryError,
-        RetrievalError,
-        EmbeddingModelError,
-    ) as exc:
-        raise _fail(str(exc)) from exc
-    finally:
-        runtime.close()
+    if metrics is None:
+        try:
+            metrics = request.run(_settings())
+        except ModelStartError as exc:
+            err.print(Text.assemble(("the chat model did not start: ", "red"), str(exc)))
+            raise typer.Exit(1) from exc
+        except run_errors() as exc:
+            raise _fail(str(exc)) from exc
     out.print(_metrics_table(metrics, quality=quality))
     out.print(f"[dim]{out_dir / REPORT_FILE}[/dim]", highlight=False)
 
@@ -350,61 +273,46 @@ def compare_command(
     if resamples < 1:
         raise _fail("--resamples must be >= 1")
     try:
-        loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
-        if common:
-            loaded = on_common_questions(loaded)
+        comparison = load_comparison(runs, common=common, resamples=resamples, seed=seed)
     except ReportError as exc:
         raise _fail(str(exc)) from exc
-    details = [details_or_none(path) for path, _ in loaded]
-    if common:  # the means above were re-scored on these questions: hop recall follows them
-        shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
-        details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
-    loaded = [
-        (path, with_hop_recall(metrics, rows or []))
-        for (path, metrics), rows in zip(loaded, details, strict=True)
-    ]
-    paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)
-
-    table = Table(title="hoptree eval compare")
-    table.add_column("run", no_wrap=True)
-    for key, label in compare_columns(loaded):
-        table.add_column(label, justify="left" if key in ("dataset", "setting") else "right")
-    for row in comparison_rows(loaded):
-        table.add_row(*row)
     # Piped into a file, rich would squeeze 13 columns into 80; keep the table whole there.
     console = out if out.is_terminal else Console(width=240)
-    console.print(table)
-    if paired is not None:
-        header, rows = gains_table(paired)
-        gains = Table(
-            title=f"paired gains over {paired.reference} on {len(paired.ids)} shared questions "
-            f"(95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
-        )
-        for index, column in enumerate(header):
-            gains.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
-        for row in rows:
-            gains.add_row(*row)
-        console.print(gains)
-    for note in comparison_warnings(loaded):
+    console.print(_comparison_table(comparison))
+    if comparison.paired is not None:
+        console.print(_gains_table(comparison.paired))
+    for note in comparison.warnings():
         err.print(Text.assemble(("note: ", "yellow"), note), highlight=False)
-    if why_not:
-        err.print(Text.assemble(("note: ", "yellow"), why_not), highlight=False)
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(comparison_markdown(loaded, paired), encoding="utf-8")
+        markdown.write_text(comparison.markdown(), encoding="utf-8")
         out.print(f"[dim]{markdown}[/dim]", highlight=False)
     if plot is not None:
-        labelled = list(zip(run_labels(loaded), [m for _, m in loaded], strict=True))
-        datasets = sorted({Path(str(m.get("dataset"))).name for _, m in loaded})
-        title = f"{len(loaded)} runs on {', '.join(datasets)}"
-        plot_scores(labelled, plot, title)
-        out.print(f"[dim]{plot}[/dim]", highlight=False)
-        if paired is not None:
-            drawn = plot_gains(
-                paired, gains_plot_path(plot), f"{title}, {len(paired.ids)} shared questions"
-            )
-            if drawn is not None:
-                out.print(f"[dim]{drawn}[/dim]", highlight=False)
+        for path in write_comparison_plots(comparison, plot):
+            out.print(f"[dim]{path}[/dim]", highlight=False)
+
+
+def _comparison_table(comparison: Comparison) -> Table:
+    table = Table(title="hoptree eval compare")
+    table.add_column("run", no_wrap=True)
+    for key, label in compare_columns(comparison.runs):
+        table.add_column(label, justify="left" if key in ("dataset", "setting") else "right")
+    for row in comparison_rows(comparison.runs):
+        table.add_row(*row)
+    return table
+
+
+def _gains_table(paired: PairedComparison) -> Table:
+    header, rows = gains_table(paired)
+    gains = Table(
+        title=f"paired gains over {paired.reference} on {len(paired.ids)} shared questions "
+        f"(95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
+    )
+    for index, column in enumerate(header):
+        gains.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
+    for row in rows:
+        gains.add_row(*row)
+    return gains
 
 
 @eval_app.command("losses")
@@ -502,75 +410,28 @@ def suite_command(
     except SuiteError as exc:
         raise _fail(str(exc)) from exc
     out_dir = out_dir or Path(suite.out)
-    files = {r.dataset_file(data) for r in runs}
-    missing = sorted(str(f) for f in files if not f.is_file())
+    missing = missing_dataset_files(runs, data)
     if missing:
         raise _fail(f"dataset file not found: {', '.join(missing)} (set --data)")
-    settings = _settings()
-    sha256_of = {f: file_sha256(f) for f in files}  # once per file, not once per run
-
-    def index_of(run: SuiteRun) -> Path:
-        return eval_index_dir(settings, sha256_of[run.dataset_file(data)])
-
-    def setup(run: SuiteRun) -> list[list[str]]:
-        index_dir = index_of(run)
-        tree_dir = index_dir / TREE_SUBDIR
-        commands = tree_setup(run, data, index_dir, tree_exists(tree_dir))
-        if commands:  # before the build starts: merging into a journal being written could tear it
-            kept = kept_journal(run, out_dir)
-            restored = merge_journal(kept, tree_dir / JOURNAL_FILE)
-            if restored:
-                err.print(f"[dim]{restored} tree journal record(s) restored from {kept}[/dim]")
-        return commands
-
+    session = SuiteSession(suite, runs, data, out_dir, _settings())
     if keep_journals:
-        for run in runs:
-            journal = index_of(run) / TREE_SUBDIR / JOURNAL_FILE
-            if "tree" in PIPELINES[run.pipeline].needs and journal.is_file():
-                kept = kept_journal(run, out_dir)
-                added = merge_journal(journal, kept)
-                out.print(f"{kept}: {added} new record(s)", highlight=False)
-
+        for kept, added in session.keep_journals():
+            out.print(f"{kept}: {added} new record(s)", highlight=False)
     if go:
-
-        def execute(args: list[str]) -> int:
-            return execute_cli(args, env=suite.env)
-
-        for run, code in run_unfinished(runs, data, out_dir, execute, setup=setup):
-            if code != 0:
-                err.print(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
-        for dataset in dict.fromkeys(r.dataset for r in runs):
-            for common in (False, True):
-                args = compare_args(out_dir, dataset, common, suite)
-                if args is not None:
-                    execute(args)
+        session.continue_runs(err.print)
     env = " ".join(f"{key}={value}" for key, value in suite.env.items())
     caption = f"suite {suite.name}; every --run child gets {env}" if env else None
     table = Table(title=f"evaluation suite in {out_dir}", caption=caption)
     for column in ("dataset", "pipeline", "questions", "status", "EM", "F1"):
         table.add_column(column, justify="right" if column in ("EM", "F1") else "left")
-    for run in runs:
-        metrics = metrics_of(run, out_dir) or {}
-        status = run_status(run, out_dir)
-        if status != "finished" and "tree" in PIPELINES[run.pipeline].needs:
-            tree_dir = index_of(run) / TREE_SUBDIR
-            status = f"{status} ({tree_progress(tree_dir, tree_exists(tree_dir))})"
-        table.add_row(
-            run.dataset,
-            run.pipeline,
-            run.questions(),
-            status,
-            str(metrics.get("em", "")),
-            str(metrics.get("f1", "")),
-        )
+    for row in session.status_rows():
+        table.add_row(*row)
     out.print(table)
-    scores = suite_scores(suite, [r.dataset for r in runs], out_dir)
+    scores = session.scores()
     if scores:
         out.print(scoreboard_table(scores, suite))
     if scores and (scoreboard or go):
-        path = out_dir / SCOREBOARD
-        path.write_text(scoreboard_markdown(scores, suite.targets, suite.name), encoding="utf-8")
-        out.print(f"wrote {path}", highlight=False)
+        out.print(f"wrote {session.write_scoreboard(scores)}", highlight=False)
 
 
 def scoreboard_table(scores: list[SliceScore], suite: Suite) -> Table:

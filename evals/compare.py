@@ -7,6 +7,7 @@ that make a comparison unfair, and, when the runs answered the same file, the pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,16 @@ from evals.paired import (
     mean_defined,
     paired_markdown,
 )
-from evals.report import COST_LABELS, SCORE_LABELS, ReportError, format_value, read_details
+from evals.report import (
+    COST_LABELS,
+    SCORE_LABELS,
+    ReportError,
+    details_or_none,
+    format_value,
+    load_metrics,
+    plot_scores,
+    read_details,
+)
 
 
 def on_common_questions(
@@ -259,3 +269,57 @@ def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | N
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     return path
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``hoptree eval compare`` shows: each run's metrics (hop recall added from its
+    rows), and the paired analysis when the runs answered one file, or why there is none."""
+
+    runs: list[tuple[Path, dict[str, Any]]]
+    paired: PairedComparison | None
+    why_not: str | None
+
+    def markdown(self) -> str:
+        return comparison_markdown(self.runs, self.paired)
+
+    def warnings(self) -> list[str]:
+        """What makes the comparison unfair, then why it has no paired statistics."""
+        return [*comparison_warnings(self.runs), *([self.why_not] if self.why_not else [])]
+
+
+def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
+    """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
+    on the questions all of them finished. Raises ``ReportError`` for a run it cannot read."""
+    loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
+    if common:
+        loaded = on_common_questions(loaded)
+    details = [details_or_none(path) for path, _ in loaded]
+    if common:  # the means above were re-scored on these questions: hop recall follows them
+        shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
+        details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
+    loaded = [
+        (path, with_hop_recall(metrics, rows or []))
+        for (path, metrics), rows in zip(loaded, details, strict=True)
+    ]
+    paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)
+    return Comparison(loaded, paired, why_not)
+
+
+def write_comparison_plots(comparison: Comparison, plot: Path) -> list[Path]:
+    """The grouped bar chart at ``plot`` and, when the runs are paired, the gains chart beside
+    it (``gains_plot_path``); returns the files written."""
+    runs = comparison.runs
+    labelled = list(zip(run_labels(runs), [m for _, m in runs], strict=True))
+    datasets = sorted({Path(str(m.get("dataset"))).name for _, m in runs})
+    title = f"{len(runs)} runs on {', '.join(datasets)}"
+    plot_scores(labelled, plot, title)
+    written = [plot]
+    paired = comparison.paired
+    if paired is not None:
+        drawn = plot_gains(
+            paired, gains_plot_path(plot), f"{title}, {len(paired.ids)} shared questions"
+        )
+        if drawn is not None:
+            written.append(drawn)
+    return written

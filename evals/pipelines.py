@@ -34,12 +34,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableLambda
 
-from agent.closed_book import answer_closed_book
 from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
 from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
 from agent.settings import BudgetSettings, PlannerSettings, Settings
+from evals.closed_book import answer_closed_book
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from searchers.hybrid import HybridRetriever
@@ -47,7 +47,7 @@ from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.registry import SearcherContext, SearcherRegistry, default_registry
 from searchers.retrieval import Retriever
-from searchers.searcher import SearchBudget, Searcher
+from searchers.searcher import RunScope, Searcher
 
 T = TypeVar("T")
 DEFAULT_K = 5
@@ -110,20 +110,12 @@ class EvalContext:
         read passages of the same length."""
         return self.passage_chars or self.settings.planner.passage_chars
 
-    def search_budget(self) -> SearchBudget:
-        budgets = self.settings.budgets
-        return SearchBudget(
-            max_llm_calls=budgets.searcher_max_llm_calls,
-            deadline_s=budgets.searcher_deadline_s,
-            llm_timeout_s=self.settings.llm.timeout_s,
-        )
-
     def searcher_context(self, corpus: Corpus) -> SearcherContext:
         return SearcherContext(
             chat=self.chat,
             embeddings=self.embeddings,
             retrievers=corpus.retrievers,
-            budget=self.search_budget(),
+            budget=self.settings.search_budget(),
             options=searcher_options(self.settings),
         )
 
@@ -215,11 +207,8 @@ async def read_passages(
     """The vanilla-RAG generator: (short answer, contexts shown, error). Each passage is
     trimmed to ``chars`` (default: ``ctx.chars``) around the question."""
     chars = chars or ctx.chars
-    scope = SearchBudget(
-        max_llm_calls=1,
-        deadline_s=ctx.settings.llm.timeout_s,
-        llm_timeout_s=ctx.settings.llm.timeout_s,
-    ).scope()
+    timeout = ctx.settings.llm.timeout_s  # the reader's one call, within one LLM timeout
+    scope = RunScope(max_llm_calls=1, deadline_s=timeout, llm_timeout_s=timeout)
     passages = numbered_passages(list(hits), max_chars=chars, query=question)
     reply = await read_short_answer(ctx.chat, question, passages, scope=scope, step="rag_answer")
     contexts = [shown_text(hit, chars, question) for hit in hits]

@@ -27,7 +27,6 @@ from typing import Any
 
 from agent.indexing import build, canonical_model_name
 from agent.runtime.runtime import Runtime
-from agent.searching import search_budget
 from agent.settings import load_settings
 from searchers.dense_searcher import DenseSearcher, DenseSearcherConfig
 from searchers.index_dir import IndexDir
@@ -183,18 +182,20 @@ async def main_async(args: argparse.Namespace) -> None:
     index = IndexDir.open(args.index)
     with Runtime(settings) as runtime:
         model = canonical_model_name(settings.embeddings.model)
-        budget: SearchBudget = replace(search_budget(runtime), max_llm_calls=args.budget)
+        budget: SearchBudget = replace(settings.search_budget(), max_llm_calls=args.budget)
         sparse = index.sparse()
         dense = index.dense(runtime.embeddings, model)
         tools: dict[str, Any] = {"sparse": sparse, "dense": dense}
         needs_llm = any(m not in ("bm25", "dense") for m in methods)
         chat = runtime.chat.model if needs_llm else None
-        base = SparseSearcherConfig(max_depth=args.depth, max_refinements=args.max_refinements)
+        base = SparseSearcherConfig(
+            original_first=False, max_depth=args.depth, max_refinements=args.max_refinements
+        )
         factories: dict[str, Callable[[], Any]] = {
             "sparse_rewrite": lambda: SparseSearcher(
                 chat,
                 sparse,
-                config=replace(base, max_depth=0),
+                config=base.model_copy(update={"max_depth": 0}),
                 budget=budget,
                 render=render_tantivy,
             ),
@@ -204,7 +205,7 @@ async def main_async(args: argparse.Namespace) -> None:
             "sparse_original_first": lambda: SparseSearcher(
                 chat,
                 sparse,
-                config=replace(base, original_first=True),
+                config=base.model_copy(update={"original_first": True}),
                 budget=budget,
                 render=render_tantivy,
             ),

@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from agent.settings import Settings
+from evals.corpora import TREE_SUBDIR, eval_index_dir
 from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
-from evals.scoreboard import SliceScore, Targets, slice_score
-from tree.journal import BuildJournal
-from tree.store import JOURNAL_FILE
+from evals.scoreboard import SliceScore, Targets, scoreboard_markdown, slice_score
+from searchers.corpus import file_sha256
+from tree.journal import BuildJournal, merge_journal
+from tree.store import JOURNAL_FILE, tree_exists
 
 COMPARE_ALL = "compare_all.md"
 COMPARE_COMMON = "compare_common.md"
@@ -362,3 +365,99 @@ def suite_scores(
         if score is not None:
             scores.append(score)
     return scores
+
+
+Note = Callable[[str], None]
+
+
+def missing_dataset_files(runs: Sequence[SuiteRun], data: Path) -> list[str]:
+    """The runs' question files that are not under ``data``, checked before anything loads."""
+    files = {r.dataset_file(data) for r in runs}
+    return sorted(str(f) for f in files if not f.is_file())
+
+
+@dataclass
+class SuiteSession:
+    """One ``hoptree eval suite`` over a data folder and a results folder: where each run's
+    open index and tree live (``<data_dir>/eval-indexes/<sha256 of the file>``), the kept tree
+    journals, continuing the unfinished runs and the status of each. The command only parses
+    its options and prints what this returns; ``note`` receives the lines it prints on stderr."""
+
+    suite: Suite
+    runs: list[SuiteRun]
+    data: Path
+    out: Path
+    settings: Settings
+    _sha256: dict[Path, str] = field(default_factory=dict)
+
+    def index_of(self, run: SuiteRun) -> Path:
+        path = run.dataset_file(self.data)
+        if path not in self._sha256:  # once per file, not once per run
+            self._sha256[path] = file_sha256(path)
+        return eval_index_dir(self.settings, self._sha256[path])
+
+    def _uses_tree(self, run: SuiteRun) -> bool:
+        return "tree" in PIPELINES[run.pipeline].needs
+
+    def keep_journals(self) -> list[tuple[Path, int]]:
+        """Each unfinished tree build's journal merged into the copy kept beside the results
+        (``kept_journal``); returns (kept copy, records added)."""
+        kept = []
+        for run in self.runs:
+            journal = self.index_of(run) / TREE_SUBDIR / JOURNAL_FILE
+            if self._uses_tree(run) and journal.is_file():
+                copy = kept_journal(run, self.out)
+                kept.append((copy, merge_journal(journal, copy)))
+        return kept
+
+    def setup(self, run: SuiteRun, note: Note) -> list[list[str]]:
+        """The builds a run needs first (``tree_setup``), with a kept journal restored into the
+        tree build's own before it starts (merging into a journal being written could tear it)."""
+        tree_dir = self.index_of(run) / TREE_SUBDIR
+        commands = tree_setup(run, self.data, self.index_of(run), tree_exists(tree_dir))
+        if commands:
+            kept = kept_journal(run, self.out)
+            restored = merge_journal(kept, tree_dir / JOURNAL_FILE)
+            if restored:
+                note(f"[dim]{restored} tree journal record(s) restored from {kept}[/dim]")
+        return commands
+
+    def continue_runs(self, note: Note) -> None:
+        """Every unfinished run to its limit (each in a child ``hoptree``), then each slice's
+        comparisons over all its questions and over the common ones."""
+
+        def execute(args: list[str]) -> int:
+            return execute_cli(args, env=self.suite.env)
+
+        setup = lambda run: self.setup(run, note)  # noqa: E731
+        for run, code in run_unfinished(self.runs, self.data, self.out, execute, setup=setup):
+            if code != 0:
+                note(f"[yellow]{run.dataset}/{run.pipeline} exited with {code}[/yellow]")
+        for dataset in dict.fromkeys(r.dataset for r in self.runs):
+            for common in (False, True):
+                args = compare_args(self.out, dataset, common, self.suite)
+                if args is not None:
+                    execute(args)
+
+    def status_rows(self) -> list[list[str]]:
+        """(dataset, pipeline, questions, status, EM, F1) per run; an unfinished tree run's
+        status says how far its tree got."""
+        rows = []
+        for run in self.runs:
+            metrics = metrics_of(run, self.out) or {}
+            status = run_status(run, self.out)
+            if status != "finished" and self._uses_tree(run):
+                tree_dir = self.index_of(run) / TREE_SUBDIR
+                status = f"{status} ({tree_progress(tree_dir, tree_exists(tree_dir))})"
+            em, f1 = str(metrics.get("em", "")), str(metrics.get("f1", ""))
+            rows.append([run.dataset, run.pipeline, run.questions(), status, em, f1])
+        return rows
+
+    def scores(self) -> list[SliceScore]:
+        return suite_scores(self.suite, [r.dataset for r in self.runs], self.out)
+
+    def write_scoreboard(self, scores: list[SliceScore]) -> Path:
+        path = self.out / SCOREBOARD
+        text = scoreboard_markdown(scores, self.suite.targets, self.suite.name)
+        path.write_text(text, encoding="utf-8")
+        return path

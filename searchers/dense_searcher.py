@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
@@ -41,8 +41,9 @@ from searchers.searcher import (
     finish_refinement,
     run_refinement,
 )
+from searchers.searcher_configs import DenseSearcherConfig
 from searchers.structured_calls import ask
-from searchers.verification import VerificationRule, judge_attempt
+from searchers.verification import judge_attempt
 
 MAX_PSEUDO_DOC_CHARS = 1500
 
@@ -55,24 +56,6 @@ class VectorRetriever(Protocol):
     name: str
 
     def retrieve_vector(self, vector: np.ndarray, k: int = 10) -> list[Hit]: ...
-
-
-@dataclass(frozen=True)
-class DenseSearcherConfig:
-    k: int = 10
-    max_rewrites: int = 3  # pseudo-documents written at most
-    # Probe the query alone before writing any pseudo-document. HyDE is for queries whose words
-    # miss the passage; an atomic query that already verifies needs no LLM call (the planner
-    # turns this on: most of its atomic queries pass the coverage check as written).
-    original_first: bool = False
-    verify_top: int = 5
-    feedback_top: int = 3
-    passage_chars: int = 300
-    # The prompt asks for three to five sentences, about 150 tokens. A reply past 256 is the
-    # model repeating itself; cut there, it is salvaged and de-duplicated, instead of running on
-    # to the model's own limit (512 here), where the client would throw all of it away.
-    pseudo_max_tokens: int = 256
-    rule: VerificationRule = field(default_factory=VerificationRule)
 
 
 @dataclass
@@ -211,7 +194,7 @@ class DenseSearcher:
     async def search(
         self, query: str, *, k: int | None = None, scope: RunScope | None = None
     ) -> SearchResult:
-        config = self.config if k is None else replace(self.config, k=k)
+        config = self.config if k is None else self.config.model_copy(update={"k": k})
         mine = self.budget.scope(scope)
         run = DenseRun(self.chat, self.embeddings, self.retriever, config, mine)
         limit = 4 * (config.max_rewrites + 2) + 10  # write + probe per rewrite, with headroom

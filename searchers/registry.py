@@ -7,6 +7,10 @@ composition root made). Other packages register through the entry-point group
 Nothing registers itself on import: a registry is an ordinary object, built by
 ``default_registry()`` or by hand in tests.
 
+A caller that runs searches inside a loop of its own (the planner) narrows every searcher
+through the context: ``SearcherContext.within(loop)`` carries a ``SearchLoop``, whose limits each
+factory applies to its own config, and whose call allowance the context's budget takes.
+
 What a factory builds satisfies ``searchers.searcher.Searcher``: ``search(query, *, k,
 scope=None)``, where ``scope`` is the caller's ``RunScope`` (the planner's question) and the
 search runs in ``context.budget.scope(scope)``, a sub-scope bounded by both. Searchers written
@@ -18,14 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from searchers.searcher import SearchBudget, Searcher
+from searchers.searcher import SearchBudget, Searcher, SearchLoop
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +45,21 @@ class SearcherContext:
     retrievers: Mapping[str, Any] = field(default_factory=dict)  # "sparse", "dense", "tree", ...
     budget: SearchBudget = field(default_factory=SearchBudget)  # each search's own limits
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # per searcher name
+    # None: each searcher runs its own configured loop (``hoptree search``, the evals' single
+    # searchers); set by ``within``: the caller's narrower loop (the planner's searches)
+    loop: SearchLoop | None = None
 
     def options_for(self, name: str) -> Mapping[str, Any]:
         return self.options.get(name, {})
+
+    def within(self, loop: SearchLoop) -> SearcherContext:
+        """This context for searches that run inside ``loop``: the one channel through which a
+        caller narrows every searcher, built-in or plugin. The budget's call allowance becomes
+        the loop's (every searcher is held to it); each factory reads ``loop`` to narrow its
+        own config (the options stay each searcher's own)."""
+        return replace(
+            self, loop=loop, budget=replace(self.budget, max_llm_calls=loop.max_llm_calls)
+        )
 
 
 SearcherFactory = Callable[[SearcherContext], Searcher]
@@ -128,6 +144,8 @@ def _sparse(context: SearcherContext) -> Searcher:
     retriever = context.retrievers["sparse"]
     render = render_tantivy if isinstance(retriever, TantivySparseIndex) else render_query_string
     config = SparseSearcherConfig(**context.options_for("sparse"))
+    if context.loop is not None:
+        config = config.within(context.loop)
     return SparseSearcher(
         context.chat, retriever, config=config, budget=context.budget, render=render
     )
@@ -139,6 +157,8 @@ def _dense(context: SearcherContext) -> Searcher:
     if context.embeddings is None:
         raise SearcherRegistryError("the dense searcher needs an embedding model")
     config = DenseSearcherConfig(**context.options_for("dense"))
+    if context.loop is not None:
+        config = config.within(context.loop)
     return DenseSearcher(
         context.chat,
         context.embeddings,

@@ -38,13 +38,21 @@ class BudgetExceeded(RuntimeError):
 DEFAULT_LLM_TIMEOUT_S = 180.0
 
 
+# The one default of a stand-alone search's budget (``BudgetSettings.searcher_*`` and
+# ``SearchBudget`` read them). Both came with the first settings and the first searcher
+# (38a706c, 73a0c29) with no measurement recorded; 30 calls leave room for LevelRAG's 27
+# refinements plus the rewrite. A search inside a plan gets far less (``SearchLoop``).
+DEFAULT_SEARCH_LLM_CALLS = 30
+DEFAULT_SEARCH_DEADLINE_S = 300.0
+
+
 @dataclass(frozen=True)
 class SearchBudget:
     """A searcher's configured limits for one search of one atomic query. Every LLM call also
-    has its own timeout."""
+    has its own timeout. Built from the settings in one place, ``Settings.search_budget()``."""
 
-    max_llm_calls: int = 30
-    deadline_s: float = 300.0
+    max_llm_calls: int = DEFAULT_SEARCH_LLM_CALLS
+    deadline_s: float = DEFAULT_SEARCH_DEADLINE_S
     llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
 
     def scope(self, parent: RunScope | None = None) -> RunScope:
@@ -62,6 +70,27 @@ class SearchBudget:
             deadline_s=self.deadline_s,
             llm_timeout_s=self.llm_timeout_s,
         )
+
+
+@dataclass(frozen=True)
+class SearchLoop:
+    """How far a caller narrows every searcher's own loop for each search it runs: the
+    planner's lighter searches (``PlannerSettings.search_loop()``), where the planner's rounds
+    are the outer refinement loop and a full stand-alone loop under every atomic query would
+    multiply the cost.
+
+    It reaches every searcher the same way, built-in or plugin: ``SearcherContext.within(loop)``
+    puts it in the context the factories receive (``SearcherContext.loop``; None there means
+    the searcher runs its own configured loop, as ``hoptree search`` does) and narrows the
+    context's budget to ``max_llm_calls``. Each factory narrows its own config in its own terms
+    (the built-ins' ``within(loop)``); a plugin that reads no limit is still held to the calls.
+    The limits have no defaults here: their one home is ``PlannerSettings``.
+    """
+
+    max_llm_calls: int  # LLM calls per search
+    max_depth: int  # feedback levels below the rewritten query
+    max_refinements: int  # feedback queries tried
+    max_rewrites: int  # LLM rewrites of the query (HyDE's pseudo-documents)
 
 
 class RunScope:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -51,8 +51,9 @@ from searchers.searcher import (
     finish_refinement,
     run_refinement,
 )
+from searchers.searcher_configs import SparseSearcherConfig
 from searchers.structured_calls import ask
-from searchers.verification import VerificationRule, judge_attempt
+from searchers.verification import judge_attempt
 
 MAX_KEYWORD_CHARS = 80
 MAX_KEYWORD_WORDS = 6
@@ -72,21 +73,6 @@ class SparseRetriever(Protocol):
     name: str
 
     def retrieve_query(self, query: LuceneQuery, k: int = 10) -> list[Hit]: ...
-
-
-@dataclass(frozen=True)
-class SparseSearcherConfig:
-    k: int = 10
-    max_depth: int = 3  # levels of feedback below the rewritten query
-    # Probe the query as written before asking the LLM to rewrite it. LevelRAG always rewrites;
-    # on HotpotQA the raw question beat the 1.5B model's rewrite (recall@10 0.875 vs 0.855), and
-    # a query that already verifies needs no LLM call at all.
-    original_first: bool = False
-    max_refinements: int = 27  # feedback queries tried at most (LevelRAG: 27)
-    verify_top: int = 5
-    feedback_top: int = 3
-    passage_chars: int = 300
-    rule: VerificationRule = field(default_factory=VerificationRule)
 
 
 @dataclass
@@ -345,7 +331,7 @@ class SparseSearcher:
 
 
 def _with_k(config: SparseSearcherConfig, k: int) -> SparseSearcherConfig:
-    return replace(config, k=k)
+    return config.model_copy(update={"k": k})
 
 
 def _recursion_limit(config: SparseSearcherConfig) -> int:

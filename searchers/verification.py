@@ -4,9 +4,9 @@ The local 1.5B model calls almost any retrieval sufficient, so its verdict alone
 refinement loop at the first try. The cheap signal here is term coverage: the share of the
 query's key terms (names, numbers, quoted phrases, rare content words) found in the hits. It
 costs no LLM call, so it also gates the LLM: when coverage is too low the retrieval is judged
-insufficient without asking. ``VerificationRule`` says how the two combine; the default was
-chosen by measurement (``evals/verification_study.py``, results in
-``evals/results/verification.md``).
+insufficient without asking. ``VerificationRule`` (``searchers/searcher_configs.py``, beside the
+searchers' configs that carry it) says how the two combine; the default was chosen by
+measurement (``evals/verification_study.py``, results in ``evals/results/verification.md``).
 
 Two ways of asking the LLM are offered. ``llm`` asks for a yes/no judgement; the local model said
 no to every one of 120 questions, so it cannot stop anything. ``extract`` asks the model to copy
@@ -17,8 +17,7 @@ grounding check the model cannot talk its way past, and a candidate answer for t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
@@ -26,6 +25,8 @@ from pydantic import BaseModel, Field
 import prompts
 from searchers.passages import Hit, numbered_passages
 from searchers.searcher import Attempt, BudgetExceeded, RunScope, Verdict
+from searchers.searcher_configs import RuleKind as RuleKind
+from searchers.searcher_configs import VerificationRule
 from searchers.structured_calls import ask
 from searchers.text import WORD, fold, key_terms, normalize_answer_folded, stem
 
@@ -58,7 +59,6 @@ def coverage(query: str, hits: Sequence[Hit], *, top: int = 5) -> float:
     return terms_present(terms, text) / len(terms)
 
 
-RuleKind = Literal["llm", "coverage", "llm_and_coverage", "extract", "extract_and_coverage"]
 YES_NO = frozenset({"yes", "no"})
 NO_ANSWER = frozenset({"", "none", "unknown", "n a", "not found", "no answer", "not mentioned"})
 
@@ -104,33 +104,6 @@ def grounded(answer: str, hits: Sequence[Hit], *, top: int = 5) -> bool:
     if target in YES_NO:
         return True
     return contains_span(answer, " ".join(f"{h.title} {h.text}" for h in hits[:top]))
-
-
-@dataclass(frozen=True)
-class VerificationRule:
-    """How the LLM's verdict and term coverage combine into "sufficient"."""
-
-    kind: RuleKind = "coverage"
-    min_coverage: float = 0.6
-
-    @property
-    def needs_llm(self) -> bool:
-        return self.kind != "coverage"
-
-    @property
-    def extracts(self) -> bool:
-        return self.kind in ("extract", "extract_and_coverage")
-
-    def gate(self, cov: float) -> bool:
-        """May the LLM be asked at all? Below the coverage bar, the answer is already no."""
-        return self.kind in ("llm", "extract") or cov >= self.min_coverage
-
-    def decide(self, cov: float, llm_says: bool | None) -> bool:
-        if self.kind == "coverage":
-            return cov >= self.min_coverage
-        if self.kind in ("llm", "extract"):
-            return bool(llm_says)
-        return cov >= self.min_coverage and bool(llm_says)
 
 
 class Judgement(BaseModel):

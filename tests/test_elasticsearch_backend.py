@@ -1,38 +1,21 @@
 """The Elasticsearch backend without a cluster: the real ``elasticsearch`` client runs end to end,
 only its HTTP node is replaced by ``RecordedNode``, which checks each request against a script and
-answers with a response body recorded in ``tests/fixtures/elasticsearch``. Failure modes that need
-a socket (refused connection, a server that never answers, credentials on the wire, a server that
-is not Elasticsearch) run against real sockets on 127.0.0.1 through the stock urllib3 node.
+answers with a response body recorded in ``tests/fixtures/elasticsearch`` (``tests/
+elasticsearch_recorded.py``). Failure modes that need a socket (refused connection, a server that
+never answers, credentials on the wire, a server that is not Elasticsearch) are
+``tests/test_elasticsearch_connect.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
-import socket
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs
 
 import pytest
 from elastic_transport import (
-    ApiResponseMeta,
-    BaseNode,
     ConnectionError,
     ConnectionTimeout,
-    HttpHeaders,
-    NodeConfig,
 )
-from elastic_transport._node import NodeApiResponse
-from elastic_transport.client_utils import DEFAULT
-from elasticsearch import Elasticsearch
-from langchain_core.embeddings import Embeddings
 
 from searchers.dense_faiss import passage_embedding_text
 from searchers.elasticsearch_retrievers import (
@@ -40,165 +23,21 @@ from searchers.elasticsearch_retrievers import (
     ElasticsearchSparseRetriever,
 )
 from searchers.elasticsearch_store import (
-    DEFAULT_TIMEOUT_S,
     ElasticsearchStore,
     EmbeddingModelMismatch,
-    connect,
 )
 from searchers.lucene import parse_lucene, render_query_string
 from searchers.passages import Hit, Passage
 from searchers.retrieval import RetrievalError, Retriever
-from tests.loopback_http import serving
-
-FIXTURES = Path(__file__).parent / "fixtures" / "elasticsearch"
-INDEX = "hoptree-test"
-URL = "http://es.test:9200"
-MODEL = "fake-hashing-16"
-DIM = 16
-NDJSON = "x-ndjson"
-
-
-def recorded(name: str) -> Any:
-    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
-
-
-class HashingEmbeddings(Embeddings):
-    """A deterministic stand-in for a sentence embedder, named for what it is: each word is hashed
-    to a signed bucket of a 16-dim vector, then the vector is unit-normalized, so texts sharing
-    words are similar and the exact floats are reproducible across runs."""
-
-    def __init__(self, dim: int = DIM) -> None:
-        self.dim = dim
-        self.calls: list[list[str]] = []
-
-    def _embed(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in text.lower().split():
-            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-            sign = 1.0 if digest[1] & 1 else -1.0
-            vector[digest[0] % self.dim] += sign
-        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-        return [x / norm for x in vector]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
-
-
-# --- the recorded-response transport ---------------------------------------------------------
-
-
-@dataclass
-class Exchange:
-    """One scripted request and the answer to give: a recorded body, or a transport error."""
-
-    method: str
-    path: str
-    status: int = 200
-    body: Any = None
-    error: Exception | None = None
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    params: dict[str, list[str]]
-    headers: HttpHeaders
-    body: Any
-    request_timeout: Any
-
-
-class FakeCluster:
-    """The script of a conversation with Elasticsearch and the record of what the client sent.
-
-    ``node_class()`` is handed to ``Elasticsearch(node_class=...)``; the transport builds its node
-    from it, so every layer above the socket (serialization, compatibility headers, the product
-    check, error mapping, retries) is the real client's.
-    """
-
-    def __init__(self) -> None:
-        self.script: deque[Exchange] = deque()
-        self.requests: list[Request] = []
-
-    def expect(
-        self,
-        method: str,
-        path: str,
-        fixture: str | None = None,
-        *,
-        status: int = 200,
-        error: Exception | None = None,
-    ) -> None:
-        body = recorded(fixture) if fixture else None
-        self.script.append(Exchange(method, path, status, body, error))
-
-    def node_class(self) -> type[BaseNode]:
-        cluster = self
-
-        class RecordedNode(BaseNode):
-            _CLIENT_META_HTTP_CLIENT = ("rec", "1.0")
-
-            def perform_request(
-                self,
-                method: str,
-                target: str,
-                body: bytes | None = None,
-                headers: HttpHeaders | None = None,
-                request_timeout: Any = DEFAULT,
-            ) -> NodeApiResponse:
-                return cluster.answer(
-                    self.config, method, target, body, headers or HttpHeaders(), request_timeout
-                )
-
-        return RecordedNode
-
-    def answer(
-        self,
-        config: NodeConfig,
-        method: str,
-        target: str,
-        body: bytes | None,
-        headers: HttpHeaders,
-        request_timeout: Any,
-    ) -> NodeApiResponse:
-        assert self.script, f"unexpected request {method} {target}"
-        exchange = self.script.popleft()
-        path, _, query = target.partition("?")
-        assert (method, path) == (exchange.method, exchange.path), (
-            f"expected {exchange.method} {exchange.path}, client sent {method} {target}"
-        )
-        parsed: Any = None
-        if body:
-            text = body.decode("utf-8")
-            if NDJSON in (headers.get("content-type") or ""):
-                assert text.endswith("\n"), "bulk bodies must end with a newline"
-                parsed = [json.loads(line) for line in text.splitlines()]
-            else:
-                parsed = json.loads(text)
-        self.requests.append(
-            Request(method, path, parse_qs(query), headers, parsed, request_timeout)
-        )
-        if exchange.error is not None:
-            raise exchange.error
-        response_headers = HttpHeaders(
-            {
-                "content-type": "application/vnd.elasticsearch+json;compatible-with=9",
-                "x-elastic-product": "Elasticsearch",
-            }
-        )
-        meta = ApiResponseMeta(
-            status=exchange.status,
-            http_version="1.1",
-            headers=response_headers,
-            duration=0.001,
-            node=config,
-        )
-        payload = b"" if exchange.body is None else json.dumps(exchange.body).encode()
-        return NodeApiResponse(meta, payload)
+from tests.elasticsearch_recorded import (
+    DIM,
+    INDEX,
+    MODEL,
+    URL,
+    FakeCluster,
+    HashingEmbeddings,
+    client_for,
+)
 
 
 @pytest.fixture
@@ -206,11 +45,6 @@ def cluster() -> Iterator[FakeCluster]:
     fake = FakeCluster()
     yield fake
     assert not fake.script, f"requests never sent: {[(e.method, e.path) for e in fake.script]}"
-
-
-def client_for(cluster: FakeCluster, **kwargs: Any) -> Elasticsearch:
-    kwargs.setdefault("max_retries", 0)
-    return Elasticsearch(URL, node_class=cluster.node_class(), **kwargs)
 
 
 @pytest.fixture
@@ -613,95 +447,6 @@ def test_store_rejects_invalid_index_names(cluster: FakeCluster) -> None:
     for bad in ("", "Upper", "_hidden"):
         with pytest.raises(ValueError, match="invalid Elasticsearch index name"):
             ElasticsearchStore(client_for(cluster), bad)
-
-
-# --- real sockets on 127.0.0.1 ----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def test_connect_to_a_closed_port_is_a_clear_retrieval_error() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
-    store = ElasticsearchStore(connect(url, timeout_s=2, max_retries=0), INDEX)
-    with pytest.raises(RetrievalError) as caught:
-        len(store)
-    assert f"cannot reach Elasticsearch at {url}" in str(caught.value)
-
-
-def test_a_server_that_never_answers_times_out() -> None:
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)  # the kernel completes the handshake; nobody ever reads or answers
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        store = ElasticsearchStore(connect(url, max_retries=0), INDEX, timeout_s=0.3)
-        with pytest.raises(RetrievalError, match=r"timed out after 0\.3s"):
-            sparse(store).retrieve("solar", k=3)
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    """A tiny HTTP server posing as Elasticsearch (or not) to see what goes over the wire."""
-
-    seen: list[dict[str, str]]
-    product: str | None
-
-    def do_POST(self) -> None:
-        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
-        payload = json.dumps(recorded("count")).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        if self.product:
-            self.send_header("X-Elastic-Product", self.product)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def http_server() -> Iterator[tuple[str, type[_Recorder]]]:
-    handler = type("Handler", (_Recorder,), {"seen": [], "product": "Elasticsearch"})
-    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as base:
-        yield base, handler
-
-
-def test_connect_sends_api_key_and_the_default_timeout_works(
-    http_server: tuple[str, type[_Recorder]],
-) -> None:
-    url, handler = http_server
-    store = ElasticsearchStore(connect(url, api_key="c2VjcmV0"), INDEX)
-    assert len(store) == 3
-    assert handler.seen[0]["authorization"] == "ApiKey c2VjcmV0"
-    assert store.timeout_s == DEFAULT_TIMEOUT_S
-
-
-def test_connect_sends_basic_auth(http_server: tuple[str, type[_Recorder]]) -> None:
-    url, handler = http_server
-    assert len(ElasticsearchStore(connect(url, basic_auth=("elastic", "pw")), INDEX)) == 3
-    assert handler.seen[0]["authorization"] == "Basic ZWxhc3RpYzpwdw=="
-
-
-def test_a_server_that_is_not_elasticsearch_is_reported(
-    http_server: tuple[str, type[_Recorder]],
-) -> None:
-    url, handler = http_server
-    handler.product = None
-    with pytest.raises(RetrievalError, match="not Elasticsearch"):
-        len(ElasticsearchStore(connect(url), INDEX))
-
-
-def test_connect_validates_its_arguments() -> None:
-    with pytest.raises(ValueError, match="empty"):
-        connect(" ")
-    with pytest.raises(ValueError, match="invalid Elasticsearch URL 'http://localhost'"):
-        connect("http://localhost")
-    with pytest.raises(ValueError, match="timeout_s"):
-        connect("http://localhost:9200", timeout_s=0)
 
 
 def test_hits_serialize_with_the_cli_field_names(

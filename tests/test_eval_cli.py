@@ -20,7 +20,7 @@ from evals.pipelines import EvalContext
 from evals.report import ReportError, parse_details, read_details
 from evals.run_directory import RunConfig
 from evals.runner import run_eval
-from tests.test_eval_runner import TINY, scripted_chat
+from tests.eval_script import TINY, scripted_chat
 
 runner = CliRunner()
 
@@ -187,6 +187,38 @@ def test_metrics_only_rescores_without_starting_a_model(
     result = runner.invoke(eval_app, [*wrong, "--metrics-only"])
     assert result.exit_code == 2 and "holds another run" in result.output
     assert json.loads((bm25 / "metrics.json").read_text())["n"] == 2
+
+
+def test_run_starts_the_models_runs_the_pipeline_and_prints_its_metrics(
+    settings: Settings, embeddings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole ``eval run`` path (``evals.run_request``): settings from the environment, the
+    chat model of a served endpoint (a scripted one on 127.0.0.1), the open index built, every
+    question answered, the metrics printed and the report written; rerun, nothing is re-asked."""
+    from tests.routed_endpoint import routed_endpoint
+
+    chat = scripted_chat()
+    with routed_endpoint(chat) as url:
+        for name, value in {
+            "HOPTREE_DATA_DIR": str(settings.data_dir),
+            "HOPTREE_LLM__BASE_URL": url,
+            "HOPTREE_LLM__MODEL": "scripted",
+            "HOPTREE_LLM__API_KEY": "unused",
+            "HOPTREE_LLM__MAX_RETRIES": "0",
+            "HOPTREE_LLM__CACHE": "false",
+        }.items():
+            monkeypatch.setenv(name, value)
+        out = tmp_path / "bm25"
+        args = ["run", "--dataset", str(TINY), "--pipeline", "bm25", "--out", str(out)]
+        result = runner.invoke(eval_app, args, terminal_width=200)
+        assert result.exit_code == 0, result.output
+        assert chat.count("rag_answer") == 3
+        assert "bm25 (open, n=3)" in result.output and "66.67" in result.output
+        assert (out / "report.md").is_file()
+        assert json.loads((out / "metrics.json").read_text())["n"] == 3
+        again = runner.invoke(eval_app, args, terminal_width=200)
+        assert again.exit_code == 0, again.output
+        assert chat.count("rag_answer") == 3  # the finished rows are kept
 
 
 def test_the_eval_group_is_mounted_from_its_entry_point() -> None:

@@ -1,6 +1,7 @@
-"""The evaluation runner end to end: real tantivy, FAISS and embeddings, a scripted chat model.
+"""The evaluation runner end to end: real tantivy, FAISS and embeddings, a scripted chat model
+(``tests/eval_script.py``); what each pipeline does is ``tests/test_eval_pipelines.py``.
 
-The chat model is ``RoutedChatModel``: it answers each prompt kind with what the test scripted
+The chat model is a ``RoutedChatModel``: it answers each prompt kind with what the test scripted
 (keyed on the question it is asked about), so the scores below are the runner's arithmetic on
 known predictions, not a measurement of any model.
 """
@@ -9,151 +10,33 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
 
 from agent.runtime.llm_cache import SQLiteLLMCache
 from agent.settings import Settings
-from evals.corpora import CorpusSetupError
-from evals.datasets import load_questions
-from evals.pipelines import PIPELINES, EvalContext, PipelineError
+from evals.pipelines import PipelineError
 from evals.report import read_details
 from evals.run_directory import EvalRunError, RunConfig
 from evals.runner import run_eval, write_metrics_only
 from searchers.corpus import file_sha256
-from tests.routed_chat import RoutedChatModel
-
-TINY = (
-    Path(__file__).parent / "data_eval" / "eval_tiny_hotpot.jsonl"
-)  # apart: tests/data is ingested whole
-REQUIRED_METRICS = {
-    "n",
-    "em",
-    "f1",
-    "acc",
-    "retrieval_success",
-    "llm_calls_per_question",
-    "seconds_per_question",
-    "pipeline",
-    "dataset",
-}
-ROW_FIELDS = {
-    "id",
-    "question",
-    "answers",
-    "prediction",
-    "em",
-    "f1",
-    "acc",
-    "retrieval_success",
-    "gold_recall",
-    "llm_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "seconds",
-    "error",
-}
-# The scripted "model" answers by topic: right on the Seine and on the yes/no question, wrong
-# (1936 for 1937) on the Hobbit, so EM over the three questions is 2/3.
-SCRIPTED = {"Eiffel": "Seine", "Bilbo": "1936", "Danube": "yes"}
-FACTS = {
-    "Eiffel": "The Seine flows through Paris, where the Eiffel Tower stands.",
-    "Bilbo": "The Hobbit was first published in 1937.",
-    "Danube": "Both the Danube and the Rhine flow through Germany.",
-}
-
-
-# The scripted plans: two hops for the two bridge questions (the second waits for the first's
-# answer), the question itself for the yes/no one.
-PLANS = {
-    "Eiffel": ["city where the Eiffel Tower stands", "river that flows through #1"],
-    "Bilbo": ["novel whose title character is Bilbo Baggins", "year #1 was first published"],
-}
-# What the findings call copies out of the passages, by a phrase of the query: spans the
-# passages hold (1937, not the reader's 1936).
-SPANS = {
-    "Eiffel Tower stands": "Paris",
-    "flows through Paris": "Seine",
-    "Bilbo Baggins": "The Hobbit",
-    "The Hobbit was first published": "1937",
-    "Danube": "yes",
-}
-
-
-def findings(messages: list[BaseMessage]) -> str:
-    items = []
-    for line in str(messages[-1].content).splitlines():
-        if line.startswith("Query "):
-            number, query = line.removeprefix("Query ").split(": ", 1)
-            span = next((v for k, v in SPANS.items() if k in query), "")
-            items.append({"query": int(number), "answer": span, "passages": [1]})
-    return json.dumps({"findings": items})
-
-
-def _topic(messages: list[BaseMessage]) -> str:
-    """The topic of the question or query a prompt is about (its first user line only: the
-    passages below it mention other topics)."""
-    first = str(messages[-1].content).strip().splitlines()[0]
-    for key in SCRIPTED:
-        if key in first:
-            return key
-    raise AssertionError(f"unscripted question: {first!r}")
-
-
-def _first_line_after(messages: list[BaseMessage], prefix: str) -> str:
-    first = str(messages[-1].content).strip().splitlines()[0]
-    return first.removeprefix(prefix).strip()
-
-
-def scripted_chat(**kwargs: Any) -> RoutedChatModel:
-    def reply(**fields: object) -> str:
-        return json.dumps(fields)
-
-    return RoutedChatModel(
-        routes={
-            "rag_answer": lambda m: reply(answer=SCRIPTED[_topic(m)]),
-            "closed_book": lambda m: reply(answer=SCRIPTED[_topic(m)]),
-            "decompose": lambda m: reply(
-                queries=PLANS.get(_topic(m)) or [_first_line_after(m, "Question:")]
-            ),
-            "rewrite": lambda m: reply(query=_first_line_after(m, "Query:")),
-            "hyde": lambda m: reply(passage=FACTS[_topic(m)]),
-            "summarize": findings,
-            "verify": reply(sufficient=True, queries=[]),
-            "answer": lambda m: reply(short_answer=SCRIPTED[_topic(m)], answer="As found [1]."),
-        },
-        **kwargs,
-    )
+from tests.eval_script import (
+    REQUIRED_METRICS,
+    ROW_FIELDS,
+    TINY,
+    context,
+    rows,
+    scripted_chat,
+    scripted_settings,
+)
 
 
 @pytest.fixture
 def eval_settings(settings: Settings) -> Settings:
-    """No sparse feedback levels and one HyDE passage: the scripted model has no replies for
-    the feedback prompts, and the tests are about the runner, not the refinement loops. The
-    sparse searcher rewrites first (LevelRAG's order), so every pipeline's calls are fixed."""
-    cfg = settings.searchers
-    searchers = cfg.model_copy(
-        update={
-            "sparse": cfg.sparse.model_copy(update={"max_depth": 0, "original_first": False}),
-            "dense": cfg.dense.model_copy(update={"max_rewrites": 1}),
-        }
-    )
-    return settings.model_copy(update={"searchers": searchers})
-
-
-def context(settings: Settings, chat: RoutedChatModel, embeddings: Any, **kw: Any) -> EvalContext:
-    return EvalContext(
-        chat=chat, settings=settings, embeddings=embeddings, model_label="scripted", **kw
-    )
-
-
-def rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "details.jsonl").read_text().splitlines()]
+    return scripted_settings(settings)
 
 
 # --------------------------------------------------------------------------- end to end
@@ -485,69 +368,6 @@ async def test_a_planner_run_made_under_another_default_is_not_resumed(
     assert metrics["n"] == 2
 
 
-async def test_distractor_setting_retrieves_among_the_questions_own_paragraphs(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    out = tmp_path / "distractor"
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="hybrid", out=out, setting="distractor", progress=True),
-        context(eval_settings, scripted_chat(), embeddings, k=2),
-    )
-    assert metrics["setting"] == "distractor" and metrics["n"] == 3
-    own = {q.id: {t for t, _ in q.paragraphs} for q in load_questions(TINY)}
-    for row in rows(out):
-        assert row["retrieved_titles"] and set(row["retrieved_titles"]) <= own[row["id"]]
-        assert len(row["retrieved_titles"]) == 2
-    assert not (eval_settings.data_dir / "eval-indexes").exists()  # nothing shared was built
-
-
-@pytest.mark.parametrize("pipeline", [p for p in PIPELINES if p != "full+tree"])
-async def test_every_pipeline_answers(
-    pipeline: str, eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    chat = scripted_chat()
-    metrics = await run_eval(
-        RunConfig(
-            dataset=TINY, pipeline=pipeline, out=tmp_path / "run", setting="distractor", limit=1
-        ),
-        context(eval_settings, chat, embeddings),
-    )
-    [row] = rows(tmp_path / "run")
-    assert row["error"] is None, row["error"]
-    assert row["prediction"] == "Seine" and metrics["em"] == 100.0
-    assert row["llm_calls"] == len(chat.seen) and row["prompt_tokens"] == 10 * len(chat.seen)
-    assert row["code"] and metrics["code_versions"] == {row["code"]: 1}
-    if pipeline == "no-retrieval":  # nothing to score, rather than a search that failed
-        assert row["retrieval_success"] is None and row["gold_recall"] is None
-        assert row["retrieved_titles"] == [] and metrics["retrieval_success"] is None
-    else:
-        assert row["retrieval_success"] == 1.0
-    if pipeline == "no-decompose":
-        assert chat.count("decompose") == 0
-    if pipeline == "no-summarize":
-        assert chat.count("summarize") == 0
-    if pipeline in ("sparse-searcher", "dense-searcher"):
-        assert chat.count("rewrite" if pipeline == "sparse-searcher" else "hyde") == 1
-
-
-async def test_the_tree_pipeline_without_a_tree_fails_before_any_question(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    chat = scripted_chat()
-    with pytest.raises(CorpusSetupError, match=r"has none; build one with `hoptree tree build"):
-        await run_eval(
-            RunConfig(dataset=TINY, pipeline="full+tree", out=tmp_path / "open"),
-            context(eval_settings, chat, embeddings),
-        )
-    with pytest.raises(CorpusSetupError, match="distractor setting has no RAPTOR tree"):
-        await run_eval(
-            RunConfig(dataset=TINY, pipeline="full+tree", out=tmp_path / "d", setting="distractor"),
-            context(eval_settings, chat, embeddings),
-        )
-    assert chat.seen == []
-    assert not (tmp_path / "open" / "details.jsonl").exists()
-
-
 async def test_an_offset_runs_a_later_slice_of_the_file(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
@@ -610,111 +430,3 @@ async def test_bad_options_fail_before_any_question(
     with pytest.raises(PipelineError, match="k must be"):
         context(eval_settings, chat, embeddings, k=0)
     assert chat.seen == [] and not (tmp_path / "a").exists()
-
-
-async def test_a_failing_question_is_a_scored_row_and_the_run_goes_on(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    chat = scripted_chat(fail={"rag_answer"})
-    out = tmp_path / "run"
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="bm25", out=out), context(eval_settings, chat, embeddings)
-    )
-    assert metrics["n"] == 3 and metrics["errors"] == 3 and metrics["em"] == 0.0
-    for row in rows(out):
-        assert "scripted failure of the rag_answer call" in row["error"]
-        assert row["prediction"] == "" and row["llm_calls"] == 1
-    assert "Failed questions" in (out / "report.md").read_text()
-
-
-async def test_a_planner_question_that_fails_late_still_counts_its_calls(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    """The planner's answer step is its last call: a question that fails there has spent
-    every call it made before, and its row says so instead of 0. With no supported finding to
-    fall back on (the findings call failed too) the question fails; with one, it is answered
-    from the findings without the model, a degraded answer whose row carries the reason."""
-    failing = scripted_chat(fail={"summarize", "answer", "rag_answer"})
-    out = tmp_path / "failed"
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
-        context(eval_settings, failing, embeddings),
-    )
-    assert metrics["errors"] == 1
-    [row] = rows(out)
-    assert "answer" in row["error"] and row["prediction"] == ""
-    assert row["llm_calls"] == len(failing.seen) > 1
-    assert row["prompt_tokens"] > 0
-    degraded = scripted_chat(fail={"answer"})
-    out = tmp_path / "degraded"
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
-        context(eval_settings, degraded, embeddings),
-    )
-    [row] = rows(out)
-    assert metrics["errors"] == 0 and row["error"] is None
-    assert any("without the model" in w for w in row["warnings"])
-    assert row["llm_calls"] == len(degraded.seen) > 1
-
-
-async def test_concurrent_questions_keep_their_own_counts(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    chat = scripted_chat()
-    out = tmp_path / "run"
-    await run_eval(
-        RunConfig(dataset=TINY, pipeline="dense-searcher", out=out, concurrency=3),
-        context(eval_settings, chat, embeddings),
-    )
-    details = rows(out)
-    assert len(details) == 3
-    # HyDE then the answer: two calls each, never another question's
-    assert [r["llm_calls"] for r in details] == [2, 2, 2]
-    assert [r["prompt_tokens"] for r in details] == [20, 20, 20]
-
-
-async def test_the_oracle_reads_the_gold_paragraphs_only(
-    eval_settings: Settings, embeddings: Any, tmp_path: Path
-) -> None:
-    """The ceiling pipeline: the same reader as vanilla RAG, shown exactly the question's
-    supporting paragraphs, whatever else its context held; no retriever is opened."""
-    chat = scripted_chat()
-    await run_eval(
-        RunConfig(dataset=TINY, pipeline="oracle", out=tmp_path / "run", limit=3),
-        context(eval_settings, chat, embeddings),
-    )
-    for row in rows(tmp_path / "run"):
-        assert row["retrieved_titles"] == row["supporting_titles"]
-        assert row["gold_recall"] == 1.0
-    shown = [text for route, text in chat.seen if route == "rag_answer"]
-    titles = [re.findall(r"^\[\d+\] ([^:]+):", text, re.MULTILINE) for text in shown]
-    assert sorted(map(sorted, titles)) == sorted(
-        sorted(r["supporting_titles"]) for r in rows(tmp_path / "run")
-    )
-    assert not (eval_settings.data_dir / "eval-indexes").exists()  # nothing was indexed
-
-
-async def test_the_oracle_shares_one_call_rags_characters_among_the_gold_paragraphs(
-    eval_settings: Settings, embeddings: Any
-) -> None:
-    from evals.corpora import Corpus
-    from evals.datasets import EvalQuestion
-    from evals.pipelines import PIPELINES
-    from searchers.corpus import paragraph_id
-
-    long_text = " ".join(
-        f"Sentence {i} of a long paragraph about the river Arlen." for i in range(40)
-    )
-    question = EvalQuestion(
-        id="q", question="Which river is it?", answers=["Arlen"],
-        supporting_titles=["A", "B"], paragraphs=[("A", long_text), ("B", long_text), ("C", "x")],
-        supporting_ids=[paragraph_id("A"), paragraph_id("B")], type="bridge",
-    )  # fmt: skip
-    chat = scripted_chat()
-    ctx = context(eval_settings, chat, embeddings)
-    await PIPELINES["oracle"].run(ctx, Corpus(name="none", retrievers={}), question)
-    [prompt] = [text for route, text in chat.seen if route == "rag_answer"]
-    lines = re.findall(r"^\[\d+\] (.*)$", prompt, re.MULTILINE)
-    assert len(lines) == 2  # the gold paragraphs only
-    # 5 passages of 350 characters for one-call RAG: 875 for each of two gold paragraphs
-    assert all(350 < len(line) <= 875 + 10 for line in lines), [len(x) for x in lines]

@@ -1,17 +1,16 @@
 """The HTTP agent API over a real uvicorn server on 127.0.0.1, called with httpx and the official
 ``openai`` client. The agent behind it is the scripted test double (``tests.fake_agent``): these
-tests are about the server (shapes, limits, auth, cancellation), not the planner.
+tests are about the server (shapes, auth, serving), not the planner; its limits, cancellation and
+failures are ``tests/test_http_limits.py``.
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,17 @@ from agent.settings import ServerSettings
 from agent.trace_lines import progress_line
 from tests.child_env import child_environment
 from tests.fake_agent import ANSWER, QUESTION, ScriptedAgent, ScriptedRunAgent, scripted_events
+from tests.http_client import (
+    KEY,
+    TIMEOUT,
+    assert_openai_error,
+    auth,
+    reasoning_of,
+    sse_events,
+    stream_deltas,
+)
 from tests.live_server import live_server
 
-KEY = "test-key-123"
-TIMEOUT = httpx.Timeout(20.0)
 EVENT_KINDS = [
     "started",
     "decompose",
@@ -48,58 +54,6 @@ EVENT_KINDS = [
     "answer",
     "result",
 ]
-
-
-def sse_events(lines: Iterator[str], limit: int = 200) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(event name, JSON data) from an SSE line stream; comments (pings) are skipped."""
-    name, data = "message", []
-    for count, line in enumerate(lines):
-        if count > 10 * limit:
-            raise AssertionError("too many SSE lines")
-        if line == "":
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-    if data:
-        yield name, json.loads("\n".join(data))
-
-
-def auth(key: str = KEY) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def reasoning_of(delta: Any) -> str:
-    """A delta's ``reasoning_content``: not in the client's types, so kept as an extra."""
-    return (getattr(delta, "model_extra", None) or {}).get("reasoning_content") or ""
-
-
-def stream_deltas(chunks: Iterator[Any]) -> list[tuple[str, str]]:
-    """("reasoning" | "content", text) for every non-empty delta of a chat stream, in order."""
-    deltas: list[tuple[str, str]] = []
-    for chunk in chunks:
-        for choice in chunk.choices:
-            if reasoning_of(choice.delta):
-                deltas.append(("reasoning", reasoning_of(choice.delta)))
-            if choice.delta.content:
-                deltas.append(("content", choice.delta.content))
-    return deltas
-
-
-def assert_openai_error(
-    r: httpx.Response, status: int, code: str | None, param: str | None = None
-) -> dict[str, Any]:
-    """OpenAI's error shape exactly: all four fields, whatever their values."""
-    assert r.status_code == status, r.text
-    error = r.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}, error
-    assert error["message"] and error["code"] == code and error["param"] == param, error
-    return error
 
 
 @pytest.fixture(scope="module")
@@ -500,229 +454,6 @@ def test_openai_client_with_a_wrong_key(url: str) -> None:
     assert (info.value.code, info.value.type) == ("invalid_api_key", "authentication_error")
 
 
-# --------------------------------------------------------------------------- limits
-
-
-def test_body_too_large_by_content_length_and_by_bytes() -> None:
-    with live_server(ScriptedAgent(), max_body_bytes=2048) as base:
-        big = json.dumps({"question": "x" * 3000})
-        r = httpx.post(
-            base + "/v1/ask",
-            content=big,
-            headers={"Content-Type": "application/json"},
-            timeout=TIMEOUT,
-        )
-        assert r.status_code == 413
-        assert r.json()["error"]["code"] == "request_too_large"
-        r = httpx.post(
-            base + "/v1/chat/completions",
-            content=json.dumps(
-                {"model": "hoptree", "messages": [{"role": "user", "content": big}]}
-            ),
-            headers={"Content-Type": "application/json"},
-            timeout=TIMEOUT,
-        )
-        assert_openai_error(r, 413, "request_too_large")
-
-        def chunked() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding: chunked
-            for i in range(0, len(big), 500):
-                yield big[i : i + 500].encode()
-
-        r = httpx.post(
-            base + "/v1/ask",
-            content=chunked(),
-            headers={"Content-Type": "application/json"},
-            timeout=TIMEOUT,
-        )
-        assert r.status_code == 413
-        # a small chunked body still gets through
-        small = json.dumps({"question": QUESTION}).encode()
-        r = httpx.post(
-            base + "/v1/ask",
-            content=iter([small[:10], small[10:]]),
-            headers={"Content-Type": "application/json"},
-            timeout=TIMEOUT,
-        )
-        assert r.status_code == 200, r.text
-
-
-def test_question_empty_or_oversized_is_422_or_400_on_chat() -> None:
-    agent = ScriptedAgent()
-    with live_server(agent, max_question_chars=50) as base:
-        for question in ("", "   \n\t "):
-            for path in ("/v1/ask", "/v1/ask/stream"):
-                r = httpx.post(base + path, json={"question": question}, timeout=TIMEOUT)
-                assert r.status_code == 422
-                assert r.json()["error"]["message"] == "the question is empty"
-        r = httpx.post(base + "/v1/ask", json={"question": "why " * 20}, timeout=TIMEOUT)
-        assert r.status_code == 422
-        assert "the limit is 50" in r.json()["error"]["message"]
-        r = httpx.post(
-            base + "/v1/chat/completions",
-            json={"model": "hoptree", "messages": [{"role": "user", "content": "why " * 20}]},
-            timeout=TIMEOUT,
-        )
-        assert (
-            "the limit is 50"
-            in assert_openai_error(r, 400, "invalid_question", "messages")["message"]
-        )
-    assert agent.calls == []  # refused before any run started
-
-
-def test_concurrency_limit_gives_429_with_retry_after() -> None:
-    agent = ScriptedAgent(hold_after=1)  # the runs hold the slots until the test resumes them
-    with live_server(agent, max_concurrency=2) as base, ThreadPoolExecutor(2) as pool:
-        running = [
-            pool.submit(httpx.post, base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-            for _ in range(2)
-        ]
-        assert agent.wait_active(2, timeout_s=10)
-        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 429
-        assert r.json()["error"]["type"] == "rate_limit_error"
-        assert 1 <= int(r.headers["retry-after"]) <= 60
-        r = httpx.post(base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 429  # streams count too, and are refused before streaming
-        with (
-            openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c,
-            pytest.raises(openai.RateLimitError) as info,
-        ):
-            c.chat.completions.create(model="hoptree", messages=[{"role": "user", "content": "q?"}])
-        assert (info.value.code, info.value.param) == ("too_many_runs", None)
-        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 2
-        agent.resume.set()
-        assert [f.result(timeout=30).status_code for f in running] == [200, 200]
-        assert agent.max_active == 2
-        # the slots are free again
-        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 200
-
-
-def test_deadline_gives_504_and_cancels_the_run() -> None:
-    agent = ScriptedAgent(hold_after=1)  # never resumed: only the deadline can end the run
-    with live_server(agent, request_deadline_s=0.3) as base:
-        # a 504 at all is the evidence: the scripted run holds after "started" until cancelled
-        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 504
-        assert r.json()["error"]["code"] == "deadline_exceeded"
-        assert r.headers["x-should-retry"] == "false"  # OpenAI clients must not rerun it
-        assert agent.calls[-1]["deadline_s"] == 0.3
-        assert agent.cancelled.wait(5)
-
-        with httpx.stream(
-            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
-        ) as s:
-            events = list(sse_events(s.iter_lines()))
-        assert [name for name, _ in events] == ["started", "error"]
-        error = events[-1][1]["data"]
-        assert error["fatal"] is True and error["type"] == "timeout"
-        assert "deadline of 0.3 s" in error["error"]
-        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 0
-
-
-def _wait_idle(base: str, timeout_s: float = 5.0) -> bool:
-    ends = time.monotonic() + timeout_s
-    while time.monotonic() < ends:
-        if httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 0:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def test_client_disconnect_cancels_a_streaming_run() -> None:
-    agent = ScriptedAgent(hold_after=1)  # unfinished until its client leaves: no timing
-    with live_server(agent, max_concurrency=1) as base:
-        with httpx.stream(
-            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
-        ) as s:
-            first = next(sse_events(s.iter_lines()))
-            assert first[0] == "started"
-        # the response is closed mid-run: the agent's stream must be cancelled, the slot freed
-        assert agent.cancelled.wait(5), "the run went on after its client left"
-        assert agent.completed == 0
-        assert _wait_idle(base)
-
-
-def test_client_disconnect_cancels_a_non_streaming_run() -> None:
-    agent = ScriptedAgent(hold_after=1)  # unfinished until its client leaves: no timing
-    with live_server(agent, max_concurrency=1) as base:
-        with pytest.raises(httpx.ReadTimeout):
-            httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=0.5)
-        assert agent.cancelled.wait(5)
-        assert _wait_idle(base)
-
-
-def test_agent_failure_mid_stream_is_an_error_event_and_the_server_stays_up() -> None:
-    agent = ScriptedAgent(fail_after=4)
-    with live_server(agent) as base:
-        with httpx.stream(
-            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
-        ) as s:
-            events = list(sse_events(s.iter_lines()))
-        assert [name for name, _ in events] == ["started", "decompose", "search", "search", "error"]
-        error = events[-1][1]["data"]
-        assert error["fatal"] is True
-        assert "unreachable: connection refused" in error["error"]
-
-        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 502
-        assert "unreachable" in r.json()["error"]["message"]
-        assert r.headers["x-should-retry"] == "false"
-
-        with openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c:
-            stream = c.chat.completions.create(
-                model="hoptree", messages=[{"role": "user", "content": "q?"}], stream=True
-            )
-            steps = []
-            with pytest.raises(openai.APIError, match="unreachable") as info:
-                for chunk in stream:
-                    steps.append(reasoning_of(chunk.choices[0].delta))
-            assert info.value.code == "agent_failed"
-            assert len(steps) == 4 and steps[0].startswith("- planning")  # shown until it broke
-            with pytest.raises(openai.APIStatusError) as failed:
-                c.chat.completions.create(
-                    model="hoptree", messages=[{"role": "user", "content": "q?"}]
-                )
-            assert failed.value.status_code == 502 and failed.value.code == "agent_failed"
-        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json() == {
-            "status": "ok",
-            "running": 0,
-            "max_concurrency": 2,
-        }
-
-
-def test_a_crash_is_a_500_in_each_endpoints_style() -> None:
-    agent = ScriptedAgent(fail_after=1, fail_mode="crash", fail_message="a bug")
-    with (
-        live_server(agent) as base,
-        openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c,
-    ):
-        with pytest.raises(openai.InternalServerError) as info:
-            c.chat.completions.create(
-                model="hoptree", messages=[{"role": "user", "content": QUESTION}]
-            )
-        assert info.value.status_code == 500 and info.value.type == "server_error"
-        assert set(info.value.body or {}) == {"message", "type", "param", "code"}
-        r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
-        assert r.status_code == 500 and r.json() == {
-            "error": {"message": "internal error: RuntimeError", "type": "server_error"}
-        }
-        assert httpx.get(base + "/healthz", timeout=TIMEOUT).json()["running"] == 0
-
-
-def test_agent_final_error_event_is_passed_on_once() -> None:
-    agent = ScriptedAgent(fail_after=2, fail_mode="event", fail_message="decompose failed")
-    with (
-        live_server(agent) as base,
-        httpx.stream(
-            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
-        ) as s,
-    ):
-        events = list(sse_events(s.iter_lines()))
-    assert [name for name, _ in events] == ["started", "decompose", "error"]
-    assert events[-1][1]["data"] == {"error": "decompose failed", "where": "decompose"}
-
-
 # --------------------------------------------------------------------------- serving
 
 
@@ -770,6 +501,15 @@ from contextlib import asynccontextmanager
 import typer
 from agent.cli.serve import add_serve_command
 from agent.settings import load_settings
+from tests.http_client import (
+    KEY,
+    TIMEOUT,
+    assert_openai_error,
+    auth,
+    reasoning_of,
+    sse_events,
+    stream_deltas,
+)
 from tests.fake_agent import ScriptedAgent
 
 @asynccontextmanager

@@ -9,8 +9,8 @@ import openai
 
 from agent.hoptree_agent import HoptreeAgent
 from agent.settings import BudgetSettings, PlannerSettings
+from tests.http_client import reasoning_of, sse_events, stream_deltas
 from tests.live_server import live_server
-from tests.test_http_api import reasoning_of, sse_events, stream_deltas
 from tests.test_planner import KeywordSearcher, index, two_hop_chat  # noqa: F401 (fixture)
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"

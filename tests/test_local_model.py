@@ -14,12 +14,12 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
-from agent.closed_book import answer_closed_book
 from agent.runtime.chat_models import ChatModelConfigError, build_chat_model
 from agent.runtime.llama_server import LlamaServer, LocalServerError
 from agent.runtime.llm_cache import SQLiteLLMCache
 from agent.runtime.usage import UsageTracker
 from agent.settings import load_settings
+from evals.closed_book import answer_closed_book
 
 pytestmark = pytest.mark.llm
 

@@ -759,26 +759,6 @@ async def test_no_summarize_lets_verify_read_the_fused_passages(index) -> None:
     assert any("Eiffel" in line for line in shown)
 
 
-def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None:
-    from agent.hoptree_agent import planner_search_context
-    from agent.searching import searcher_options
-    from searchers.registry import SearcherContext
-    from searchers.searcher import SearchBudget
-    from searchers.sparse_searcher import SparseSearcherConfig
-
-    base = SearcherContext(chat=RoutedChatModel(), options=searcher_options(settings))
-    base = SearcherContext(chat=base.chat, options=base.options, budget=SearchBudget(30))
-    planned = planner_search_context(settings, base)
-    sparse = SparseSearcherConfig(**planned.options["sparse"])
-    assert (sparse.max_depth, sparse.max_refinements) == (1, 1)
-    assert sparse.original_first  # the query as written first: no call when it verifies
-    assert sparse.rule.kind == "coverage"  # the stop rule is the searchers' own
-    assert planned.options["dense"]["max_rewrites"] == 1
-    assert planned.options["dense"]["original_first"]
-    assert planned.budget.max_llm_calls == 1
-    assert SparseSearcherConfig(**base.options["sparse"]).max_depth == 3  # untouched
-
-
 def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
     agent = agent_with(two_hop_chat(), [KeywordSearcher(index), ExplodingSearcher()])
     nodes = set(agent._graph.get_graph().nodes)

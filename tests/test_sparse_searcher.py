@@ -69,7 +69,7 @@ def kw(word: str) -> str:
 
 
 NO, YES = '{"answers_query": false}', '{"answers_query": true}'
-LLM_ONLY = SparseSearcherConfig(rule=VerificationRule(kind="llm"))
+LLM_ONLY = SparseSearcherConfig(original_first=False, rule=VerificationRule(kind="llm"))
 
 
 def searcher(
@@ -124,7 +124,9 @@ async def test_returns_the_best_attempt_not_the_last(index) -> None:
         "sparse_emphasize": [kw("gig")],
         "sparse_filter": [kw("Tinted")],
     }
-    config = SparseSearcherConfig(max_depth=1, rule=VerificationRule(kind="llm"))
+    config = SparseSearcherConfig(
+        original_first=False, max_depth=1, rule=VerificationRule(kind="llm")
+    )
     s, _ = searcher(index, script, config)
     result = await s.search("Where was the first gig of Tinted Windows?")
     assert result.stopped == "exhausted" and not result.sufficient
@@ -160,7 +162,9 @@ async def test_duplicate_and_no_op_refinements_are_skipped(index) -> None:
         "sparse_emphasize": [kw("capital"), kw("capital")],
         "sparse_filter": [kw(""), kw("")],
     }
-    config = SparseSearcherConfig(max_depth=2, rule=VerificationRule(kind="llm"))
+    config = SparseSearcherConfig(
+        original_first=False, max_depth=2, rule=VerificationRule(kind="llm")
+    )
     s, _ = searcher(index, script, config)
     result = await s.search("What is the capital of Texas?")
     queries = [a.query for a in result.attempts]
@@ -204,7 +208,11 @@ async def test_hostile_keywords_never_break_the_search(index, keyword: str) -> N
         "sparse_emphasize": [kw(keyword)] * 20,
         "sparse_filter": [kw(keyword)] * 20,
     }
-    s, _ = searcher(index, script, SparseSearcherConfig(max_depth=2, rule=VerificationRule("llm")))
+    s, _ = searcher(
+        index,
+        script,
+        SparseSearcherConfig(original_first=False, max_depth=2, rule=VerificationRule("llm")),
+    )
     result = await s.search("Tinted Windows first gig?")
     assert result.error is None or "keyword" in result.error
     assert result.stopped in {"exhausted", "sufficient"}
@@ -219,7 +227,11 @@ async def test_unparseable_replies_degrade_to_the_original_query(index) -> None:
         "sparse_emphasize": ['{"keyword": 42}'],
         "sparse_filter": ["null"],
     }
-    s, _ = searcher(index, script, SparseSearcherConfig(max_depth=1, rule=VerificationRule("llm")))
+    s, _ = searcher(
+        index,
+        script,
+        SparseSearcherConfig(original_first=False, max_depth=1, rule=VerificationRule("llm")),
+    )
     result = await s.search("Tinted Windows gig")
     assert result.attempts[0].operation == "original"
     assert "unparseable" in (result.error or "")
@@ -231,7 +243,7 @@ async def test_unparseable_replies_degrade_to_the_original_query(index) -> None:
 async def test_one_real_sparse_search_with_the_local_model(index, local_chat) -> None:
     """The real 1.5B model writes the Lucene keywords; every query it causes parses."""
     retriever = RecordingRetriever(index)
-    config = SparseSearcherConfig(max_depth=1, max_refinements=3)
+    config = SparseSearcherConfig(original_first=False, max_depth=1, max_refinements=3)
     s = SparseSearcher(local_chat.model, retriever, config=config, render=render_tantivy)
     result = await s.search("In which city did the band Tinted Windows play their first gig?")
     assert result.error is None, result.error

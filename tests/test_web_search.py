@@ -1,180 +1,45 @@
-"""The web searcher against a real HTTP server on 127.0.0.1 that answers like the four provider
-APIs (bodies recorded in tests/fixtures/web), plus scripted failures: 5xx, 429 with Retry-After,
-4xx, slow handlers, malformed bodies, and a port nobody listens on."""
+"""The web searcher's requests and results against a real HTTP server on 127.0.0.1 that answers
+like the four provider APIs (``tests/web_provider_server.py``): each provider's request and
+parsing, keys, de-duplication, text cleaning, k and construction. Retries, Retry-After, timeouts
+and dead providers are ``tests/test_web_retries.py``."""
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import logging
-import random
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-import httpx
 import pytest
 
 from searchers.searcher import SearchBudget, Searcher
 from searchers.web_providers import (
-    BingProvider,
     BraveProvider,
-    ProviderError,
     SearxngProvider,
-    TavilyProvider,
-    WebProvider,
     clean_text,
-    parse_retry_after,
     provider_from_name,
 )
 from searchers.web_search import (
-    WebSearcher,
     normalize_url,
     url_id,
     web_searcher_from_options,
 )
-from tests.loopback_http import serving
-
-FIXTURES = Path(__file__).parent / "fixtures" / "web"
-QUERY = "Tinted Windows band first gig"
-# Generous: only the tests about timeouts pass a short one, so a loaded CI machine cannot time
-# out a reply that the test expects to arrive.
-TIMEOUT_S = 10.0
-# route -> (method, path) the real API expects under its base URL
-ROUTES = {
-    "searxng": ("GET", "/searxng/search"),
-    "brave": ("GET", "/brave/res/v1/web/search"),
-    "tavily": ("POST", "/tavily/search"),
-    "bing": ("GET", "/bing/v7.0/search"),
-}
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes | None = None  # None: the route's recorded fixture
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-@dataclass
-class Seen:
-    route: str
-    method: str
-    path: str
-    params: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-    at: float
-
-
-class ProviderServer:
-    """State shared with the handler threads: scripted replies per route and a request log."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.scripts: dict[str, list[Reply]] = {}
-        self.seen: list[Seen] = []
-        self.fixtures = {r: (FIXTURES / f"{r}.json").read_bytes() for r in ROUTES}
-        self.base = ""
-
-    def url(self, route: str) -> str:
-        return f"{self.base}/{route}"
-
-    def script(self, route: str, *replies: Reply) -> None:
-        with self.lock:
-            self.scripts[route] = list(replies)
-
-    def next_reply(self, route: str) -> Reply:
-        with self.lock:
-            queue = self.scripts.get(route)
-            return queue.pop(0) if queue else Reply()
-
-    def record(self, seen: Seen) -> None:
-        with self.lock:
-            self.seen.append(seen)
-
-    def requests(self, route: str) -> list[Seen]:
-        with self.lock:
-            return [s for s in self.seen if s.route == route]
-
-    def reset(self) -> None:
-        with self.lock:
-            self.scripts.clear()
-            self.seen.clear()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def _serve(self, method: str) -> None:
-        state = self.server.state
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        url = urlsplit(self.path)
-        route = url.path.strip("/").split("/", 1)[0]
-        state.record(
-            Seen(
-                route=route,
-                method=method,
-                path=url.path,
-                params=dict(parse_qsl(url.query, keep_blank_values=True)),
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-                at=time.monotonic(),
-            )
-        )
-        if ROUTES.get(route) != (method, url.path):
-            self._send(Reply(404, b'{"message": "no such endpoint"}'), b"")
-            return
-        reply = state.next_reply(route)
-        if reply.delay_s:
-            time.sleep(reply.delay_s)
-        self._send(reply, state.fixtures[route])
-
-    def _send(self, reply: Reply, fixture: bytes) -> None:
-        payload = fixture if reply.body is None else reply.body
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test): nothing to answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    state: ProviderServer
+from tests.web_provider_server import (
+    QUERY,
+    ProviderServer,
+    bing,
+    brave,
+    searxng,
+    tavily,
+    web,
+)
+from tests.web_provider_server import dead_url as refused_url
+from tests.web_provider_server import provider_server as serve_providers
 
 
 @pytest.fixture(scope="module")
 def provider_server() -> Iterator[ProviderServer]:
-    state = ProviderServer()
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.state = state
-    with serving(server) as base:
-        state.base = base
+    with serve_providers() as state:
         yield state
 
 
@@ -186,42 +51,7 @@ def fake(provider_server: ProviderServer) -> ProviderServer:
 
 @pytest.fixture
 def dead_url() -> str:
-    """A loopback URL with nothing listening (connection refused, instantly)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
-def _timeouts(kw: dict[str, Any]) -> dict[str, Any]:
-    return {"timeout_s": TIMEOUT_S, "connect_timeout_s": 5.0, **kw}
-
-
-def searxng(fake: ProviderServer, **kw: Any) -> SearxngProvider:
-    return SearxngProvider(base_url=fake.url("searxng"), **_timeouts(kw))
-
-
-def brave(fake: ProviderServer, key: str | None = "brave-key", **kw: Any) -> BraveProvider:
-    return BraveProvider(api_key=key, base_url=fake.url("brave"), **_timeouts(kw))
-
-
-def tavily(fake: ProviderServer, key: str | None = "tavily-key", **kw: Any) -> TavilyProvider:
-    return TavilyProvider(api_key=key, base_url=fake.url("tavily"), **_timeouts(kw))
-
-
-def bing(fake: ProviderServer, key: str | None = "bing-key", **kw: Any) -> BingProvider:
-    return BingProvider(api_key=key, base_url=fake.url("bing"), **_timeouts(kw))
-
-
-def web(*providers: WebProvider, **kw: Any) -> WebSearcher:
-    options: dict[str, Any] = {
-        "backoff_s": 0.01,
-        "max_backoff_s": 1.0,
-        "trust_env": False,
-        "rng": random.Random(7),
-    }
-    options.update(kw)
-    return WebSearcher(list(providers), **options)
+    return refused_url()
 
 
 # --- each provider's request and parsing ------------------------------------------------------
@@ -436,149 +266,6 @@ def test_clean_text_trims_at_a_word_boundary() -> None:
     assert clean_text("alpha beta gamma delta", max_chars=12) == "alpha beta ..."
 
 
-# --- retries, Retry-After, timeouts, dead providers ----------------------------------------------
-
-
-async def test_503_is_retried_then_succeeds(fake: ProviderServer) -> None:
-    fake.script("searxng", Reply(503, b"{}"), Reply(503, b"{}"), Reply())
-
-    result = await web(searxng(fake), max_retries=2).search(QUERY)
-
-    assert len(fake.requests("searxng")) == 3
-    assert len(result.hits) == 4 and result.stopped == "exhausted" and result.error is None
-    note = result.attempts[0].note
-    assert note.count("HTTP 503") == 2 and note.count("retrying in") == 2
-
-
-async def test_retries_are_bounded(fake: ProviderServer) -> None:
-    fake.script("brave", *[Reply(502, b"{}") for _ in range(5)])
-
-    result = await web(brave(fake), max_retries=2).search(QUERY)
-
-    assert len(fake.requests("brave")) == 3  # one try and two retries, never more
-    assert result.stopped == "error"
-    assert "brave: HTTP 502" in (result.error or "") and "after 3 tries" in (result.error or "")
-
-
-async def test_429_waits_for_retry_after(fake: ProviderServer) -> None:
-    fake.script(
-        "searxng",
-        Reply(429, b'{"message": "slow down"}', headers={"Retry-After": "0.3"}),
-        Reply(),
-    )
-
-    result = await web(searxng(fake)).search(QUERY)
-
-    first, second = fake.requests("searxng")
-    assert second.at - first.at >= 0.3  # backoff alone (0.01 s steps) would come back sooner
-    assert len(result.hits) == 4 and result.error is None
-    assert "HTTP 429: slow down" in result.attempts[0].note
-
-
-async def test_retry_after_beyond_the_cap_gives_up(fake: ProviderServer) -> None:
-    fake.script("brave", Reply(429, b"{}", headers={"Retry-After": "120"}))
-
-    result = await web(brave(fake), max_backoff_s=1.0).search(QUERY)
-
-    assert len(fake.requests("brave")) == 1
-    assert result.stopped == "error"
-    assert "asks to wait 120 s, more than the 1 s cap" in (result.error or "")
-
-
-async def test_no_retry_when_the_wait_outlasts_the_deadline(fake: ProviderServer) -> None:
-    fake.script("brave", Reply(429, b"{}", headers={"Retry-After": "0.8"}), Reply())
-
-    result = await web(brave(fake), budget=SearchBudget(deadline_s=0.5)).search(QUERY)
-
-    assert len(fake.requests("brave")) == 1  # no sleep into the deadline, no second request
-    assert "no time left to retry before the deadline" in (result.error or "")
-
-
-def test_retry_after_accepts_seconds_and_http_dates() -> None:
-    now = time.time()
-    assert parse_retry_after("7") == 7.0
-    assert parse_retry_after(email.utils.formatdate(now + 30, usegmt=True), now=now) == (
-        pytest.approx(30, abs=1.5)
-    )
-    assert parse_retry_after("-3") == 0.0
-    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-async def test_client_errors_other_than_429_are_not_retried(
-    fake: ProviderServer, status: int
-) -> None:
-    fake.script("brave", Reply(status, b'{"message": "invalid token"}'), Reply())
-
-    result = await web(brave(fake), max_retries=3).search(QUERY)
-
-    assert len(fake.requests("brave")) == 1
-    assert result.stopped == "error" and result.hits == []
-    assert f"brave: HTTP {status}: invalid token" in (result.error or "")
-
-
-async def test_searxng_403_hints_at_the_json_format(fake: ProviderServer) -> None:
-    fake.script("searxng", Reply(403, b"Forbidden"))
-
-    result = await web(searxng(fake)).search(QUERY)
-
-    assert "json format enabled" in (result.error or "")
-
-
-async def test_slow_provider_times_out_and_degrades_the_result(fake: ProviderServer) -> None:
-    fake.script("brave", Reply(delay_s=1.5))
-
-    result = await web(searxng(fake), brave(fake, timeout_s=0.3)).search(QUERY)
-
-    assert len(result.hits) == 4  # SearXNG's answer survives
-    assert {h.passage.metadata["provider"] for h in result.hits} == {"searxng"}
-    assert result.stopped == "exhausted"
-    assert result.error == "brave: timed out after 0.3 s"
-    assert result.attempts[1].note == "brave: timed out after 0.3 s".removeprefix("brave: ")
-    assert len(fake.requests("brave")) == 1  # a timeout is not retried
-
-
-async def test_search_deadline_bounds_the_whole_search(fake: ProviderServer) -> None:
-    fake.script("brave", Reply(delay_s=2.0))
-
-    searcher = web(searxng(fake), brave(fake, timeout_s=5.0), budget=SearchBudget(deadline_s=0.5))
-    result = await searcher.search(QUERY)
-
-    assert result.stopped == "budget_deadline" and len(result.hits) == 4
-    assert "brave: timed out" in (result.error or "") and "search deadline" in (result.error or "")
-
-
-async def test_all_providers_down_is_an_error_result(fake: ProviderServer, dead_url: str) -> None:
-    fake.script("brave", *[Reply(500, b"{}") for _ in range(3)])
-    fake.script("tavily", Reply(200, b"<html>maintenance</html>"))
-    providers = [
-        SearxngProvider(base_url=dead_url, timeout_s=TIMEOUT_S, connect_timeout_s=0.2),
-        brave(fake),
-        tavily(fake),
-    ]
-
-    result = await web(*providers, max_retries=2).search(QUERY)
-
-    assert result.stopped == "error" and result.hits == []
-    error = result.error or ""
-    assert error.startswith("every web provider failed")
-    assert "searxng: cannot connect (ConnectError) (after 3 tries)" in error
-    assert "brave: HTTP 500 (after 3 tries)" in error
-    assert "tavily: response is not JSON" in error
-    assert len(fake.requests("brave")) == 3 and len(fake.requests("tavily")) == 1
-    assert [a.operation for a in result.attempts] == ["web:searxng", "web:brave", "web:tavily"]
-
-
-async def test_unexpected_json_shape_is_a_failure_not_a_crash(fake: ProviderServer) -> None:
-    fake.script("bing", Reply(200, b"[1, 2, 3]"))
-    fake.script("searxng", Reply(200, b'{"results": "nope"}'))
-
-    result = await web(searxng(fake), bing(fake)).search(QUERY)
-
-    assert result.hits == [] and result.stopped == "exhausted"  # SearXNG answered: no results
-    assert "bing: unexpected response" in (result.error or "")
-
-
 # --- k, the protocol, construction --------------------------------------------------------------
 
 
@@ -638,14 +325,3 @@ def test_web_searcher_from_options() -> None:
     assert searcher.max_retries == 1 and searcher.budget.deadline_s == 9
     with pytest.raises(ValueError):
         web_searcher_from_options({"providers": ["searxng", "yahoo"]})
-
-
-async def test_a_provider_alone_times_out_too(fake: ProviderServer) -> None:
-    """Outside the searcher (no deadline around it) httpx's own timeouts still bound a call."""
-    fake.script("tavily", Reply(delay_s=1.0))
-    provider = tavily(fake, timeout_s=0.2)
-
-    async with httpx.AsyncClient(trust_env=False) as client:
-        with pytest.raises(ProviderError) as caught:
-            await provider.search(client, QUERY, 3)
-    assert caught.value.timed_out and not caught.value.retryable

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.question import MAX_QUESTION_CHARS
 from agent.serve.documents import DocumentStore
 from agent.service import AgentLike
+from agent.settings import DEFAULT_DEADLINE_S
 from searchers.passages import Passage
 from searchers.registry import SearcherRegistry
 from searchers.retrieval import Retriever
-from searchers.searcher import Searcher
+from searchers.searcher import DEFAULT_SEARCH_DEADLINE_S, Searcher
 
 if TYPE_CHECKING:
     from agent.runtime.runtime import Runtime
@@ -47,9 +49,11 @@ class McpBackend:
     make_searcher: Callable[[str], Searcher]
     make_retriever: Callable[[str], Retriever]
     retriever_kinds: tuple[str, ...] = RETRIEVER_ORDER
-    max_question_chars: int = 2000
-    deadline_s: float = 900.0  # one ``ask``, hard; the planner's own budget stops it sooner
-    search_timeout_s: float = 300.0  # one ``search``; the searcher's own budget stops it sooner
+    max_question_chars: int = MAX_QUESTION_CHARS
+    # one ``ask``, hard, and one ``search``: the planner's and the searcher's own budgets stop
+    # them sooner
+    deadline_s: float = DEFAULT_DEADLINE_S
+    search_timeout_s: float = DEFAULT_SEARCH_DEADLINE_S
     run_slots: int = 2  # ``ask`` runs at once; more wait for a slot
     # the index the agent reads, for the add_document / remove_document tools (None: no tools)
     documents: DocumentStore | None = None
