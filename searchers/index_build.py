@@ -10,6 +10,8 @@ commits it; ``searchers.index_generation`` writes its files (passage store, tant
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
@@ -20,7 +22,7 @@ from typing import Any, Literal
 from langchain_core.embeddings import Embeddings
 
 from searchers.chunking import DEFAULT_MAX_TOKENS
-from searchers.corpus import CorpusError, file_sha256, read_passages, resolve_format
+from searchers.corpus import CorpusError, file_sha256, read_file, resolve_format
 from searchers.documents import DocumentError
 from searchers.index_dir import (
     FORMAT_NAME,
@@ -51,12 +53,20 @@ from searchers.index_generation import (
 )
 from searchers.locks import LockBusyError, exclusive_lock
 from searchers.passages import Passage
+from searchers.source_files import Unreadable, fingerprint, os_error, regular_file
+
+log = logging.getLogger(__name__)
+
+# a file that changes while it is read is read again, at most this many times in all
+READ_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
 class SourceSpec:
     path: Path
     format: str = "auto"
+    # named on the command line, not found in a folder: a malformed dataset line is an error
+    named: bool = True
 
 
 SourceChange = Literal["added", "changed", "unchanged", "removed"]
@@ -75,6 +85,9 @@ class SourceReport:
     # against the index before this build: new path, other content, same content (not re-read)
     change: SourceChange = "added"
     removed: int = 0  # passages of its previous content that left the index
+    # the encoding a text file was read in (utf-8, windows-1252, utf-16-le, ...); None for
+    # documents, whose converters read their own
+    encoding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,10 +101,21 @@ class RemovedSource:
 
 @dataclass(frozen=True)
 class FailedSource:
-    """A file that was not read, and why: ``reason`` is ``unsupported`` (no reader takes its
-    type), ``corrupt``, ``encrypted`` or ``no-text`` (a PDF without a text layer); ``detail``
-    says it for a person. The rest of the batch is read; the CLI exits 3. A file that was
-    indexed before keeps its previous passages."""
+    """A file (or a folder) that was not read, and why; ``detail`` says it for a person. The
+    rest of the batch is read; the CLI exits 3. A file that was indexed before keeps its
+    previous passages. ``reason``:
+
+    - ``unsupported``: no reader takes its type;
+    - ``corrupt``, ``encrypted``, ``no-text``: a document that cannot be converted (no text:
+      a PDF without a text layer); ``corrupt`` also for a dataset file of a folder that is
+      not JSON lines of a known layout;
+    - ``binary``, ``encoding``: a text file that holds binary data, or text in no encoding
+      ``searchers.text_decoding`` can tell;
+    - ``missing``, ``permission``, ``unreadable``, ``changing``: what the file system did
+      (``searchers.source_files``: a dangling link, permission denied, a pipe or a link loop,
+      a file that kept changing while it was read);
+    - ``error``: its reader raised something else (an ImportError of a broken install too).
+    """
 
     path: str
     reason: str
@@ -314,27 +338,61 @@ def _read_sources(
     """Every source's passages, and the files that could not be read.
 
     A file whose checksum, format and owners are already recorded is not read again (a PDF's
-    conversion is the slow part of a re-sync). All of it is read before anything is written,
-    so a malformed line anywhere fails the build before it has touched the disk. A document
-    that cannot be converted (corrupt, encrypted, no text layer, a text file that is not UTF-8)
-    is a ``FailedSource`` instead: it is one file of a batch, and the others are still worth
-    indexing.
+    conversion is the slow part of a re-sync). All of it is read before anything is written.
+    Whatever goes wrong with one file is that file's ``FailedSource`` and the others are still
+    read (``_read_one`` says what counts); the one exception is a dataset file named on the
+    command line (``SourceSpec.named``) with a malformed line, which fails the build before it
+    has touched the disk, as a usage error.
     """
     reads: list[_Read] = []
     failed: list[FailedSource] = []
     seen: set[str] = set()
     for done, spec in enumerate(sources, start=1):
         source_path = Path(spec.path)
-        key = str(source_path.resolve())
+        key = source_key(source_path)
         if key in seen:  # named twice (a file and its folder): read once
             report_progress("read", done, len(sources))
             continue
         seen.add(key)
         before = recorded.get(key)
         try:
-            fmt = resolve_format(source_path, spec.format)
-            sha256 = file_sha256(source_path)
-            size = source_path.stat().st_size
+            reads.append(_read_one(spec, key, before, owners, max_tokens))
+        except CorpusError as exc:
+            if spec.named:
+                raise
+            failed.append(FailedSource(str(source_path), "corrupt", _without_path(exc, spec.path)))
+        except (DocumentError, Unreadable) as exc:
+            failed.append(FailedSource(str(source_path), exc.reason, exc.detail))
+        except Exception as exc:  # a reader's own failure, ImportError included: one file
+            log.debug("reading %s failed", source_path, exc_info=True)
+            failed.append(FailedSource(str(source_path), "error", _crash_detail(exc)))
+        else:
+            report_progress("read", done, len(sources))
+            continue
+        if before is not None and key in owners:  # keeps what it gave until it reads again
+            reads.append(_Read(_kept_report(before), list(owners[key])))
+        report_progress("read", done, len(sources))
+    return reads, failed
+
+
+def _read_one(
+    spec: SourceSpec,
+    key: str,
+    before: dict[str, Any] | None,
+    owners: Owners,
+    max_tokens: int,
+) -> _Read:
+    """One file, read whole. It must be a regular file (``searchers.source_files``: a pipe is
+    never opened) and stay the same while it is read: its fingerprint (inode, size, mtime) is
+    taken before the checksum and again after the passages, and a file that changed in between
+    is read again, up to ``READ_ATTEMPTS`` times, then named ``changing``. Raises
+    ``Unreadable``, ``DocumentError``, ``CorpusError`` or whatever a reader raised."""
+    path = Path(spec.path)
+    for _attempt in range(READ_ATTEMPTS):
+        try:
+            status = regular_file(path)
+            fmt = resolve_format(path, spec.format)
+            sha256 = file_sha256(path)
             if (
                 before is not None
                 and before.get("sha256") == sha256
@@ -343,29 +401,23 @@ def _read_sources(
             ):
                 unchanged = SourceReport(
                     path=key,
-                    name=source_path.name,
+                    name=path.name,
                     format=fmt,
                     sha256=sha256,
-                    size=size,
+                    size=status.st_size,
                     passages=int(before.get("passages", len(owners[key]))),
                     added=0,
                     ingested_at=str(before.get("ingested_at") or now_iso()),
                     change="unchanged",
+                    encoding=before.get("encoding"),
                 )
-                reads.append(_Read(unchanged, list(owners[key])))
-                report_progress("read", done, len(sources))
+                return _Read(unchanged, list(owners[key]))
+            read = read_file(path, fmt, max_tokens=max_tokens)
+            if fingerprint(regular_file(path)) != fingerprint(status):
                 continue
-            # the whole file first: a file that fails half-way adds nothing
-            passages = list(read_passages(source_path, fmt, max_tokens=max_tokens))
-        except DocumentError as exc:
-            failed.append(FailedSource(str(source_path), exc.reason, exc.detail))
-            if before is not None and key in owners:  # keeps what it gave until it reads again
-                reads.append(_Read(_kept_report(before), list(owners[key])))
-            report_progress("read", done, len(sources))
-            continue
         except OSError as exc:
-            raise CorpusError(f"{source_path}: {exc}") from exc
-        ids = list(dict.fromkeys(p.id for p in passages))
+            raise os_error(path, exc) from exc
+        ids = list(dict.fromkeys(p.id for p in read.passages))
         if before is None:
             change: SourceChange = "added"
         elif before.get("sha256") == sha256:
@@ -374,17 +426,49 @@ def _read_sources(
             change = "changed"
         report = SourceReport(
             path=key,
-            name=source_path.name,
+            name=path.name,
             format=fmt,
             sha256=sha256,
-            size=size,
+            size=status.st_size,
             passages=len(ids),
             added=0,
             change=change,
+            encoding=read.encoding,
         )
-        reads.append(_Read(report, ids, passages))
-        report_progress("read", done, len(sources))
-    return reads, failed
+        return _Read(report, ids, read.passages)
+    raise Unreadable(
+        "changing",
+        f"it changed while it was read, {READ_ATTEMPTS} times; the next build reads it again",
+    )
+
+
+def source_key(path: Path) -> str:
+    """The path a source is recorded under: absolute, links resolved; a link loop (which
+    ``Path.resolve`` refuses with a RuntimeError) keeps its absolute, unresolved path."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(path)
+
+
+def _without_path(exc: Exception, path: Path) -> str:
+    """A ``CorpusError``'s message without the file name the report line already shows:
+    ``PATH:3: not JSON`` is ``line 3: not JSON``."""
+    message = str(exc).removeprefix(str(path)).lstrip(":").strip()
+    line, sep, rest = message.partition(":")
+    return f"line {line}: {rest.strip()}" if sep and line.isdigit() else message
+
+
+def _crash_detail(exc: Exception) -> str:
+    """One line for a reader that raised something unexpected; an ImportError says that the
+    installation, not the file, is at fault."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, ImportError):
+        return (
+            f"its reader needs a module that is not installed ({message}); reinstall hoptree "
+            "with a current pip"
+        )
+    return f"its reader failed: {type(exc).__name__}: {message}"
 
 
 def _kept_report(entry: dict[str, Any]) -> SourceReport:
@@ -396,6 +480,7 @@ def _kept_report(entry: dict[str, Any]) -> SourceReport:
         added=0,
         ingested_at=str(entry.get("ingested_at") or now_iso()),
         change="unchanged",
+        encoding=entry.get("encoding"),
     )
 
 
@@ -446,7 +531,7 @@ def _sources_to_remove(
             f"not a source of the index: {', '.join(unknown)} "
             "(hoptree index info lists the sources)"
         )
-    present = {str(Path(spec.path).resolve()) for spec in sources}
+    present = {source_key(Path(spec.path)) for spec in sources}
     for folder in sync_roots:
         root = Path(folder).absolute().resolve()
         gone |= {p for p in recorded if _under(p, root) and p not in present}
@@ -487,7 +572,11 @@ def _merge_sources(
     changed = len(merged) != len(previous)
     for report in current:
         before = merged.get(report.path)
-        entry = {k: v for k, v in asdict(report).items() if k not in ("change", "removed")}
+        entry = {
+            k: v
+            for k, v in asdict(report).items()
+            if k not in ("change", "removed") and not (k == "encoding" and v is None)
+        }
         if before is None or before.get("sha256") != report.sha256:
             merged[report.path] = entry
             changed = True

@@ -138,8 +138,9 @@ def test_an_unchanged_file_is_not_read_again(
     def refuse(*_args, **_kw):
         raise AssertionError("an unchanged file was read again")
 
-    monkeypatch.setattr(index_build_module, "read_passages", refuse)
+    monkeypatch.setattr(index_build_module, "read_file", refuse)
     report = _build(tmp_path / "idx", embeddings, note)
+    assert report.failed == []  # a read would be caught as this file's failure
     assert (report.changed, report.sources[0].change, report.sources[0].passages) == (
         False,
         "unchanged",
