@@ -112,6 +112,7 @@ def build(
         rebuild=rebuild,
         remove=remove,
         sync_roots=[s for s in sources if s.is_dir()] if sync else (),
+        unlisted=[s.path for s in selection.skipped if s.not_read],
         progress=progress,
     )
     not_read = [s for s in selection.skipped if s.not_read]

@@ -21,7 +21,7 @@ from agent.cli.context import err, out, settings_or_exit, usage_error
 from searchers.source_files import display_path
 
 # some files of the sources were not read (unsupported, corrupt, encrypted, no text layer,
-# binary, unreadable: searchers.index_build.FailedSource lists the reasons)
+# binary, unreadable: searchers.source_reading.FailedSource lists the reasons)
 EXIT_FILES_NOT_READ = 3
 
 
@@ -35,7 +35,10 @@ def print_build_report(report: Any, as_json: bool) -> int:
     if report.sources or report.removed_sources:
         table = Table(title=f"index {report.path} (generation {report.generation})")
         for column in ("source", "format", "change", "passages", "added", "removed"):
-            table.add_column(column, justify="left" if column == "source" else "right")
+            if column in ("source", "format"):  # a long name folds; "text (windows-1252)" wraps
+                table.add_column(column, overflow="fold", justify="left")
+            else:
+                table.add_column(column, justify="right", no_wrap=True)
         for src in report.sources:
             table.add_row(
                 Text(display_path(src.name)), _format_cell(src), src.change, str(src.passages),
