@@ -150,3 +150,4 @@ def test_a_fresh_venv_with_its_own_pip_installs_a_hoptree_that_reads_html(
     print(
         f"{pip.strip()}: installed in {installed:.0f} s, in all {time.monotonic() - started:.0f} s"
     )
+    shutil.rmtree(venv, ignore_errors=True)  # 3.3 GB; pytest keeps its last three tmp dirs
