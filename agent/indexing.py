@@ -149,14 +149,15 @@ def build(
     now hidden or ignored) leave the index too.
 
     The report names every file of a folder that was not read: ``failed`` (an unsupported type,
-    or a document that could not be converted) and ``skipped`` (stores, hidden, ignored)."""
+    a folder that cannot be listed, a file that could not be read: ``FailedSource`` lists the
+    reasons) and ``skipped`` (stores, hidden, ignored, links to folders)."""
     selection = select_sources(sources)
     files = selection.files
     opts = settings.index
     embeddings = embeddings if embeddings is not None else _embeddings(settings)
     report = build_index(
         index_dir,
-        [SourceSpec(path=f, format=fmt) for f in files],
+        [SourceSpec(path=f, format=fmt, named=f in selection.named) for f in files],
         embeddings=embeddings,
         embedding_model=canonical_model_name(settings.embeddings.model),
         dense=DenseOptions(
@@ -171,14 +172,15 @@ def build(
         rebuild=rebuild,
         remove=remove,
         sync_roots=[s for s in sources if s.is_dir()] if sync else (),
+        unlisted=[s.path for s in selection.skipped if s.not_read],
         progress=progress,
     )
-    unsupported = [s for s in selection.skipped if s.reason == "unsupported"]
+    not_read = [s for s in selection.skipped if s.not_read]
     report.failed = [
-        *(FailedSource(str(s.path), s.reason, s.detail) for s in unsupported),
+        *(FailedSource(str(s.path), s.reason, s.detail) for s in not_read),
         *report.failed,
     ]
-    report.skipped = [s.to_json() for s in selection.skipped if s.reason != "unsupported"]
+    report.skipped = [s.to_json() for s in selection.skipped if not s.not_read]
     if es_enabled(settings):
         # the cluster mirrors the committed passage store; ids make the re-send idempotent
         index = IndexDir.open(index_dir)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -51,6 +52,7 @@ from searchers.documents import DOCUMENT_SUFFIXES, ConvertedDocument, DocumentEr
 from searchers.jsonl import json_objects
 from searchers.passages import Passage
 from searchers.source_filter import SkippedSource, SourceFilterError, walk_folder
+from searchers.text_decoding import DecodedText, NotText, decode_text
 
 CorpusFormat = Literal[
     "auto", "jsonl", "hotpotqa", "flashrag", "musique", "text", "pdf", "html", "docx"
@@ -133,6 +135,13 @@ def file_sha256(path: Path) -> str:
 
 def _first_record(path: Path) -> tuple[int, dict[str, Any]] | None:
     """The first non-blank line of a JSON-lines file, parsed; None if the file has none."""
+    try:
+        return _first_record_of(path)
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}: not UTF-8 text ({exc.reason}); JSON must be UTF-8") from exc
+
+
+def _first_record_of(path: Path) -> tuple[int, dict[str, Any]] | None:
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if lineno > _PEEK_LINES:
@@ -205,16 +214,21 @@ def detect_format(path: Path) -> str:
 class SourceSelection:
     """What ``select_sources`` found: the files to read, in order, and what the folders held
     that is never read as a source (``searchers.source_filter``), for the caller to report:
-    the files of a type no reader takes have the reason ``unsupported``."""
+    the files of a type no reader takes have the reason ``unsupported``. ``named``: the files
+    named on the command line (not found in a folder), whose malformed content is an error
+    rather than one file of a folder not read."""
 
     files: list[Path] = field(default_factory=list)
     skipped: list[SkippedSource] = field(default_factory=list)
+    named: set[Path] = field(default_factory=set)
 
 
 def select_sources(sources: Iterable[Path]) -> SourceSelection:
     """Files named on the command line as they are, and folders walked (sorted, supported
     suffixes) without index directories, hidden files and folders, or what a ``.hoptreeignore``
-    excludes (``searchers.source_filter.walk_folder``)."""
+    excludes (``searchers.source_filter.walk_folder``). A named path that exists but is no
+    file (a dangling link, a pipe) is kept, for the build to name with its reason; one that
+    does not exist at all is a ``CorpusError``."""
     selection = SourceSelection()
     for source in sources:
         if source.is_dir():
@@ -229,8 +243,9 @@ def select_sources(sources: Iterable[Path]) -> SourceSelection:
                 raise CorpusError(str(exc)) from exc
             selection.files.extend(walk.files)
             selection.skipped.extend(walk.skipped)
-        elif source.is_file():
+        elif os.path.lexists(source):
             selection.files.append(source)
+            selection.named.add(source)
         else:
             raise CorpusError(f"{source}: no such file or directory")
     return selection
@@ -390,16 +405,25 @@ def _file_title(path: Path) -> str:
 
 
 def read_text(path: Path, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> Iterator[Passage]:
-    """Plain text or markdown, chunked at sentence boundaries.
+    """Plain text or markdown, chunked at sentence boundaries; in any encoding
+    ``searchers.text_decoding`` can tell (``DocumentError`` when it is binary or none fits).
 
     Markdown chunks are titled by their heading path under the document title (the first
     top-level heading, else the file name), so "Install > From source" stays findable by title.
     """
+    return _text_passages(path, read_text_file(path).text, max_tokens)
+
+
+def read_text_file(path: Path) -> DecodedText:
+    """A text file's text and encoding; ``DocumentError`` (``binary`` or ``encoding``) when it
+    is not text: per file, like a broken PDF, so one such file does not sink a folder's build."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        # per file, like a broken PDF: one stray Latin-1 file must not sink a folder's build
-        raise DocumentError(path, "corrupt", f"not UTF-8 text ({exc.reason})") from exc
+        return decode_text(path.read_bytes())
+    except NotText as exc:
+        raise DocumentError(path, exc.reason, exc.detail) from exc
+
+
+def _text_passages(path: Path, text: str, max_tokens: int) -> Iterator[Passage]:
     file_title = _file_title(path)
     if path.suffix.lower() in MARKDOWN_SUFFIXES:
         groups = _markdown_groups(text, file_title)
@@ -526,3 +550,21 @@ def read_passages(
     if resolved in DOCUMENT_FORMATS:
         return read_document(path, resolved, max_tokens=max_tokens)
     return read_text(path, max_tokens=max_tokens)
+
+
+@dataclass
+class FileRead:
+    """All the passages of one file and, for a text file, the encoding it was read in (JSON
+    files are UTF-8 by definition; documents carry their own encodings: None)."""
+
+    passages: list[Passage]
+    encoding: str | None = None
+
+
+def read_file(path: Path, fmt: str, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> FileRead:
+    """``read_passages`` of a resolved format, read whole, with the text's encoding."""
+    if fmt == "text":
+        decoded = read_text_file(path)
+        return FileRead(list(_text_passages(path, decoded.text, max_tokens)), decoded.encoding)
+    passages = list(read_passages(path, fmt, max_tokens=max_tokens))
+    return FileRead(passages, None if fmt in DOCUMENT_FORMATS else "utf-8")

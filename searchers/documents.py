@@ -41,7 +41,9 @@ DOCUMENT_SUFFIXES: dict[str, DocumentFormat] = {
     ".xhtml": "html",
     ".docx": "docx",
 }
-FailureReason = Literal["unsupported", "corrupt", "encrypted", "no-text"]
+# binary, encoding: a text file that is binary data, or in no encoding searchers.text_decoding
+# can tell
+FailureReason = Literal["unsupported", "corrupt", "encrypted", "no-text", "binary", "encoding"]
 
 _PAGE_NUMBER_LINE = re.compile(
     r"^\W*(?:page\s+)?\d{1,5}(?:\s*(?:/|of)\s*\d{1,5})?\W*$", re.IGNORECASE

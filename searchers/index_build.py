@@ -15,13 +15,11 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from searchers.chunking import DEFAULT_MAX_TOKENS
-from searchers.corpus import CorpusError, file_sha256, read_passages, resolve_format
-from searchers.documents import DocumentError
 from searchers.index_dir import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -51,30 +49,26 @@ from searchers.index_generation import (
 )
 from searchers.locks import LockBusyError, exclusive_lock
 from searchers.passages import Passage
+from searchers.source_reading import (
+    FailedSource,
+    SourceChange,
+    SourceRead,
+    SourceReport,
+    SourceSpec,
+    read_sources,
+    source_key,
+)
 
-
-@dataclass(frozen=True)
-class SourceSpec:
-    path: Path
-    format: str = "auto"
-
-
-SourceChange = Literal["added", "changed", "unchanged", "removed"]
-
-
-@dataclass
-class SourceReport:
-    path: str
-    name: str
-    format: str
-    sha256: str
-    size: int
-    passages: int  # read from the file (after in-file dedupe)
-    added: int  # new to the index
-    ingested_at: str = field(default_factory=now_iso)
-    # against the index before this build: new path, other content, same content (not re-read)
-    change: SourceChange = "added"
-    removed: int = 0  # passages of its previous content that left the index
+__all__ = [  # the names other modules import from here, wherever they are defined
+    "BuildReport",
+    "FailedSource",
+    "RemovedSource",
+    "SourceChange",
+    "SourceReport",
+    "SourceSpec",
+    "UnknownSourceError",
+    "build_index",
+]
 
 
 @dataclass(frozen=True)
@@ -84,18 +78,6 @@ class RemovedSource:
     path: str
     name: str
     removed: int  # its passages that left the index (those another source also gave stay)
-
-
-@dataclass(frozen=True)
-class FailedSource:
-    """A file that was not read, and why: ``reason`` is ``unsupported`` (no reader takes its
-    type), ``corrupt``, ``encrypted`` or ``no-text`` (a PDF without a text layer); ``detail``
-    says it for a person. The rest of the batch is read; the CLI exits 3. A file that was
-    indexed before keeps its previous passages."""
-
-    path: str
-    reason: str
-    detail: str = ""
 
 
 @dataclass
@@ -176,6 +158,7 @@ def build_index(
     rebuild: bool = False,
     remove: Sequence[Path] = (),
     sync_roots: Sequence[Path] = (),
+    unlisted: Sequence[Path] = (),
     progress: BuildProgress | None = None,
     lock_timeout_s: float = 0.0,
 ) -> BuildReport:
@@ -187,7 +170,9 @@ def build_index(
     passage stores (unless another source gives them too). ``remove`` drops the recorded sources
     at or under those paths (``UnknownSourceError`` before anything is written when a path
     matches none); ``sync_roots`` drops the recorded sources under those folders that are not
-    among ``sources`` (a folder made to match the disk). When nothing is new and nothing left,
+    among ``sources`` (a folder made to match the disk), except those at or under ``unlisted``
+    (a folder that could not be listed this time keeps its files' passages, as a file that
+    could not be read does). When nothing is new and nothing left,
     no generation is written (only the manifest and the owners file, if they changed).
     """
     started = time.monotonic()
@@ -212,9 +197,9 @@ def build_index(
             {} if (old is None or base is None) else {e["path"]: e for e in old["sources"]}
         )
         owners = load_owners(base, old, store) if (base is not None and old is not None) else {}
-        gone = _sources_to_remove(recorded, remove, sync_roots, sources)  # may refuse: first
+        gone = _sources_to_remove(recorded, remove, sync_roots, sources, unlisted)  # may refuse
         same_chunking = old is not None and old.get("chunking", {}).get("max_tokens") == max_tokens
-        reads, failed = _read_sources(
+        reads, failed = read_sources(
             sources, recorded, owners if same_chunking else {}, max_tokens, report_progress
         )
 
@@ -294,112 +279,7 @@ def build_index(
         return finish(True, components["passages"]["count"], generation)
 
 
-@dataclass
-class _Read:
-    """One source as this build saw it: its report, the ids it gives (file order) and, when it
-    was read (not unchanged), its passages."""
-
-    report: SourceReport
-    ids: list[str]
-    passages: list[Passage] = field(default_factory=list)
-
-
-def _read_sources(
-    sources: Sequence[SourceSpec],
-    recorded: dict[str, dict[str, Any]],
-    owners: Owners,
-    max_tokens: int,
-    report_progress: BuildProgress,
-) -> tuple[list[_Read], list[FailedSource]]:
-    """Every source's passages, and the files that could not be read.
-
-    A file whose checksum, format and owners are already recorded is not read again (a PDF's
-    conversion is the slow part of a re-sync). All of it is read before anything is written,
-    so a malformed line anywhere fails the build before it has touched the disk. A document
-    that cannot be converted (corrupt, encrypted, no text layer, a text file that is not UTF-8)
-    is a ``FailedSource`` instead: it is one file of a batch, and the others are still worth
-    indexing.
-    """
-    reads: list[_Read] = []
-    failed: list[FailedSource] = []
-    seen: set[str] = set()
-    for done, spec in enumerate(sources, start=1):
-        source_path = Path(spec.path)
-        key = str(source_path.resolve())
-        if key in seen:  # named twice (a file and its folder): read once
-            report_progress("read", done, len(sources))
-            continue
-        seen.add(key)
-        before = recorded.get(key)
-        try:
-            fmt = resolve_format(source_path, spec.format)
-            sha256 = file_sha256(source_path)
-            size = source_path.stat().st_size
-            if (
-                before is not None
-                and before.get("sha256") == sha256
-                and before.get("format") == fmt
-                and key in owners
-            ):
-                unchanged = SourceReport(
-                    path=key,
-                    name=source_path.name,
-                    format=fmt,
-                    sha256=sha256,
-                    size=size,
-                    passages=int(before.get("passages", len(owners[key]))),
-                    added=0,
-                    ingested_at=str(before.get("ingested_at") or now_iso()),
-                    change="unchanged",
-                )
-                reads.append(_Read(unchanged, list(owners[key])))
-                report_progress("read", done, len(sources))
-                continue
-            # the whole file first: a file that fails half-way adds nothing
-            passages = list(read_passages(source_path, fmt, max_tokens=max_tokens))
-        except DocumentError as exc:
-            failed.append(FailedSource(str(source_path), exc.reason, exc.detail))
-            if before is not None and key in owners:  # keeps what it gave until it reads again
-                reads.append(_Read(_kept_report(before), list(owners[key])))
-            report_progress("read", done, len(sources))
-            continue
-        except OSError as exc:
-            raise CorpusError(f"{source_path}: {exc}") from exc
-        ids = list(dict.fromkeys(p.id for p in passages))
-        if before is None:
-            change: SourceChange = "added"
-        elif before.get("sha256") == sha256:
-            change = "unchanged"
-        else:
-            change = "changed"
-        report = SourceReport(
-            path=key,
-            name=source_path.name,
-            format=fmt,
-            sha256=sha256,
-            size=size,
-            passages=len(ids),
-            added=0,
-            change=change,
-        )
-        reads.append(_Read(report, ids, passages))
-        report_progress("read", done, len(sources))
-    return reads, failed
-
-
-def _kept_report(entry: dict[str, Any]) -> SourceReport:
-    """The recorded entry of a file that could not be read this time (it stays as it was)."""
-    fields = {k: entry[k] for k in ("path", "name", "format", "sha256", "size") if k in entry}
-    return SourceReport(
-        **fields,
-        passages=int(entry.get("passages", 0)),
-        added=0,
-        ingested_at=str(entry.get("ingested_at") or now_iso()),
-        change="unchanged",
-    )
-
-
-def _new_passages(reads: list[_Read], known: set[str]) -> list[Passage]:
+def _new_passages(reads: list[SourceRead], known: set[str]) -> list[Passage]:
     """Passages whose id is not in ``known``, in source order; each source's ``added`` set."""
     new: list[Passage] = []
     for read in reads:
@@ -414,7 +294,7 @@ def _new_passages(reads: list[_Read], known: set[str]) -> list[Passage]:
     return new
 
 
-def _count_removed(reads: list[_Read], owners: Owners, dropped: set[str]) -> None:
+def _count_removed(reads: list[SourceRead], owners: Owners, dropped: set[str]) -> None:
     """Each changed source's ``removed``: its previous passages that left the index."""
     for read in reads:
         if read.report.change == "changed":
@@ -430,9 +310,11 @@ def _sources_to_remove(
     remove: Sequence[Path],
     sync_roots: Sequence[Path],
     sources: Sequence[SourceSpec],
+    unlisted: Sequence[Path] = (),
 ) -> set[str]:
     """The recorded source paths this build drops: those at or under a ``remove`` path (each
-    must match one), and those under a ``sync_roots`` folder that ``sources`` no longer holds."""
+    must match one), and those under a ``sync_roots`` folder that ``sources`` no longer holds
+    and that are not at or under an ``unlisted`` path."""
     gone: set[str] = set()
     unknown: list[str] = []
     for target in remove:
@@ -446,10 +328,15 @@ def _sources_to_remove(
             f"not a source of the index: {', '.join(unknown)} "
             "(hoptree index info lists the sources)"
         )
-    present = {str(Path(spec.path).resolve()) for spec in sources}
+    present = {source_key(Path(spec.path)) for spec in sources}
+    kept = [Path(source_key(Path(p))) for p in unlisted]
     for folder in sync_roots:
         root = Path(folder).absolute().resolve()
-        gone |= {p for p in recorded if _under(p, root) and p not in present}
+        gone |= {
+            p
+            for p in recorded
+            if _under(p, root) and p not in present and not any(_under(p, k) for k in kept)
+        }
     return gone
 
 
@@ -487,7 +374,11 @@ def _merge_sources(
     changed = len(merged) != len(previous)
     for report in current:
         before = merged.get(report.path)
-        entry = {k: v for k, v in asdict(report).items() if k not in ("change", "removed")}
+        entry = {
+            k: v
+            for k, v in asdict(report).items()
+            if k not in ("change", "removed") and not (k == "encoding" and v is None)
+        }
         if before is None or before.get("sha256") != report.sha256:
             merged[report.path] = entry
             changed = True

@@ -1,7 +1,7 @@
 """Which files of a folder source are read: the one rule ``index build`` and ``tree build`` share.
 
-A folder named as a source is walked (symbolic links to folders are not followed) and three kinds
-of things below it are never read, whatever their suffix:
+A folder named as a source is walked and three kinds of things below it are never read, whatever
+their suffix:
 
 - **hoptree's own stores**: a folder holding an index manifest (``manifest.json`` with
   ``"format": "hoptree-index"``), the debris of an index build that never committed (``.lock``
@@ -21,7 +21,11 @@ file below it; a file only when its suffix would have been read), for the caller
 With ``report_unsupported`` a file the rule lets through but whose suffix no reader takes is
 returned too, as ``unsupported``: ``index build`` names every file of a folder it did not read
 (and a ``.hoptreeignore`` line is how to say "these are not meant to be read").
-Files named on the command line are not filtered; the callers read them as asked.
+A symbolic link to a folder is not followed (``link``: no loops, no folder read twice), and what
+cannot be walked is never an error either: a folder the system will not list, or whose ignore
+file cannot be read, is skipped with everything below it (``permission``, ``unreadable``;
+``NOT_READ`` tells the caller which skips are files that were meant to be read). Files named on
+the command line are not filtered; the callers read them as asked.
 
 The store layouts are written by ``searchers.index_build`` and ``tree.store``; their names are
 repeated here because ``searchers.index_dir`` imports ``searchers.corpus``, which imports this
@@ -33,12 +37,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pathspec import GitIgnoreSpec
+
+from searchers.source_files import os_error
 
 IGNORE_FILE = ".hoptreeignore"
 
@@ -54,7 +61,12 @@ _TREE_VERSION = re.compile(r"(?:\.tmp-)?v-\d+.*")
 
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is a few KB; a larger manifest.json is someone else's
 
-SkipReason = Literal["index", "hidden", "ignored", "unsupported"]
+SkipReason = Literal[
+    "index", "hidden", "ignored", "link", "unsupported", "permission", "unreadable", "missing"
+]
+# the skips that are files or folders the user meant to be read: a build names them as not read
+# (and exits 3); the others (stores, hidden, ignored, folder links) are deliberate
+NOT_READ: frozenset[str] = frozenset({"unsupported", "permission", "unreadable", "missing"})
 
 
 class SourceFilterError(ValueError):
@@ -69,6 +81,11 @@ class SkippedSource:
     path: Path
     reason: SkipReason
     detail: str = ""
+
+    @property
+    def not_read(self) -> bool:
+        """A file or folder that was meant to be read and was not (``NOT_READ``)."""
+        return self.reason in NOT_READ
 
     def describe(self) -> str:
         return f"{self.path}: {self.detail or self.reason}"
@@ -102,8 +119,9 @@ def store_kind(folder: Path, dirs: Collection[str], names: Collection[str]) -> s
 
 def _is_index_manifest(path: Path) -> bool:
     try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:
-            return False
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_MANIFEST_BYTES:
+            return False  # a named pipe would block the open
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
@@ -112,6 +130,8 @@ def _is_index_manifest(path: Path) -> bool:
 
 def _pointer_names(path: Path, dirs: Collection[str]) -> bool:
     try:
+        if not path.is_file():
+            return False
         with path.open(encoding="utf-8") as fh:
             name = fh.read(256).strip()
     except (OSError, ValueError):
@@ -127,15 +147,19 @@ class _IgnoreFile:
 
 
 def _load_ignore(folder: Path) -> _IgnoreFile:
+    """The folder's ignore file; ``SourceFilterError`` (saying why, for the walk's report) when
+    it cannot be read or parsed."""
     path = folder / IGNORE_FILE
     try:
+        if not path.is_file():  # a pipe would block the read; a dangling link is unreadable
+            raise SourceFilterError(f"its {IGNORE_FILE} is not a regular file")
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
-        raise SourceFilterError(f"{path}: cannot read ({exc.strerror})") from exc
+        raise SourceFilterError(f"its {IGNORE_FILE} cannot be read ({exc.strerror})") from exc
     try:
         spec = GitIgnoreSpec.from_lines(lines)
     except ValueError as exc:  # pathspec refuses a few malformed patterns
-        raise SourceFilterError(f"{path}: {exc}") from exc
+        raise SourceFilterError(f"its {IGNORE_FILE} has a pattern pathspec refuses: {exc}") from exc
     return _IgnoreFile(base=folder, path=path, spec=spec)
 
 
@@ -161,11 +185,23 @@ def walk_folder(
     """The files below ``folder`` with one of ``suffixes`` (lower case, with the dot) that the
     rule lets through, sorted; more than ``max_files`` of them is a ``SourceFilterError``.
     ``report_unsupported``: the other files the rule lets through are ``skipped`` as
-    ``unsupported`` (hidden and ignored ones stay unreported)."""
+    ``unsupported`` (hidden and ignored ones stay unreported).
+
+    Nothing a folder holds stops the walk: a folder that cannot be listed (permission denied,
+    a path too long) is skipped as ``permission`` or ``unreadable``, and so is a folder whose
+    ``.hoptreeignore`` cannot be read or parsed, with everything below it (reading it without
+    its ignore file could index what the user meant to keep out). A symbolic link to a folder
+    is skipped as ``link`` (not followed: no loops, no second copy of a folder)."""
     folder = Path(folder)
     walk = FolderWalk()
     chains: dict[str, tuple[_IgnoreFile, ...]] = {}
-    for root, dirs, names in os.walk(folder):
+
+    def unlisted(exc: OSError) -> None:
+        path = Path(exc.filename) if exc.filename is not None else folder
+        why = os_error(path, exc, listing=True)
+        walk.skipped.append(SkippedSource(path, why.reason, why.detail))
+
+    for root, dirs, names in os.walk(folder, onerror=unlisted):
         here = Path(root)
         kind = store_kind(here, dirs, names)
         if kind is not None:
@@ -174,39 +210,70 @@ def walk_folder(
             continue
         chain = chains.pop(root, ())
         if IGNORE_FILE in names:
-            chain = (*chain, _load_ignore(here))
-        kept: list[str] = []
-        for name in sorted(dirs):
-            path = here / name
-            if name.startswith("."):
-                walk.skipped.append(SkippedSource(path, "hidden", "a hidden folder"))
-            elif (line := _ignored_by(chain, path, is_dir=True)) is not None:
-                walk.skipped.append(SkippedSource(path, "ignored", f"ignored by {line}"))
-            else:
-                kept.append(name)
-                chains[os.path.join(root, name)] = chain
-        dirs[:] = kept
+            try:
+                chain = (*chain, _load_ignore(here))
+            except SourceFilterError as exc:
+                detail = f"{exc}; nothing below it is read"
+                walk.skipped.append(SkippedSource(here, "unreadable", detail))
+                dirs[:] = []
+                continue
+        dirs[:] = _kept_folders(here, root, dirs, chain, chains, walk)
         for name in names:
-            path = here / name
-            if Path(name).suffix.lower() not in suffixes:
-                if (
-                    report_unsupported
-                    and not name.startswith(".")
-                    and name != IGNORE_FILE
-                    and _ignored_by(chain, path, is_dir=False) is None
-                ):
-                    suffix = Path(name).suffix or "(no suffix)"
-                    detail = f"unsupported file type {suffix}"
-                    walk.skipped.append(SkippedSource(path, "unsupported", detail))
-                continue  # not a source type
-            if name.startswith("."):
-                walk.skipped.append(SkippedSource(path, "hidden", "a hidden file"))
-            elif (line := _ignored_by(chain, path, is_dir=False)) is not None:
-                walk.skipped.append(SkippedSource(path, "ignored", f"ignored by {line}"))
-            else:
-                walk.files.append(path)
+            _sort_file(here / name, suffixes, chain, report_unsupported, walk)
         if len(walk.files) > max_files:
             raise SourceFilterError(f"{folder}: more than {max_files} files")
     walk.files.sort()
     walk.skipped.sort(key=lambda s: s.path)
     return walk
+
+
+def _kept_folders(
+    here: Path,
+    root: str,
+    dirs: list[str],
+    chain: tuple[_IgnoreFile, ...],
+    chains: dict[str, tuple[_IgnoreFile, ...]],
+    walk: FolderWalk,
+) -> list[str]:
+    """The sub-folders of ``here`` to walk; the others go to ``walk.skipped`` with why."""
+    kept: list[str] = []
+    for name in sorted(dirs):
+        path = here / name
+        if name.startswith("."):
+            walk.skipped.append(SkippedSource(path, "hidden", "a hidden folder"))
+        elif (line := _ignored_by(chain, path, is_dir=True)) is not None:
+            walk.skipped.append(SkippedSource(path, "ignored", f"ignored by {line}"))
+        elif os.path.islink(path):
+            detail = "a symbolic link to a folder (not followed; name the folder itself)"
+            walk.skipped.append(SkippedSource(path, "link", detail))
+        else:
+            kept.append(name)
+            chains[os.path.join(root, name)] = chain
+    return kept
+
+
+def _sort_file(
+    path: Path,
+    suffixes: Collection[str],
+    chain: tuple[_IgnoreFile, ...],
+    report_unsupported: bool,
+    walk: FolderWalk,
+) -> None:
+    """A file of the walk into ``walk.files`` or, with its reason, ``walk.skipped``."""
+    name = path.name
+    if Path(name).suffix.lower() not in suffixes:
+        if (
+            report_unsupported
+            and not name.startswith(".")
+            and name != IGNORE_FILE
+            and _ignored_by(chain, path, is_dir=False) is None
+        ):
+            detail = f"unsupported file type {Path(name).suffix or '(no suffix)'}"
+            walk.skipped.append(SkippedSource(path, "unsupported", detail))
+        return  # not a source type
+    if name.startswith("."):
+        walk.skipped.append(SkippedSource(path, "hidden", "a hidden file"))
+    elif (line := _ignored_by(chain, path, is_dir=False)) is not None:
+        walk.skipped.append(SkippedSource(path, "ignored", f"ignored by {line}"))
+    else:
+        walk.files.append(path)

@@ -12,6 +12,7 @@ import pytest
 import agent.indexing
 from agent.settings import Settings
 from searchers import index_build as index_build_module
+from searchers import source_reading
 from searchers.index_build import SourceSpec, UnknownSourceError, build_index
 from searchers.index_dir import MANIFEST, IndexDir
 from searchers.index_generation import DenseOptions
@@ -138,8 +139,9 @@ def test_an_unchanged_file_is_not_read_again(
     def refuse(*_args, **_kw):
         raise AssertionError("an unchanged file was read again")
 
-    monkeypatch.setattr(index_build_module, "read_passages", refuse)
+    monkeypatch.setattr(source_reading, "read_file", refuse)
     report = _build(tmp_path / "idx", embeddings, note)
+    assert report.failed == []  # a read would be caught as this file's failure
     assert (report.changed, report.sources[0].change, report.sources[0].passages) == (
         False,
         "unchanged",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from searchers.corpus import (
 from searchers.documents import DOCUMENT_SUFFIXES
 from searchers.documents import DocumentError as ConversionError
 from searchers.documents import convert as convert_document
+from searchers.source_files import Unreadable, regular_file
 from searchers.source_filter import SourceFilterError, walk_folder
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".text")
@@ -275,7 +277,7 @@ def select_paths(paths: Sequence[Path]) -> SourceSelection:
                 raise DocumentError(str(exc)) from exc
             selection.files.extend(walk.files)
             selection.skipped.extend(walk.skipped)
-        elif path.is_file():
+        elif os.path.lexists(path):  # a dangling link or a pipe is named by read_documents
             selection.files.append(path)
         else:
             raise DocumentError(f"no such file or directory: {path}")
@@ -299,11 +301,16 @@ def read_documents(
     selection = select_paths(paths)
     if unread is not None:
         unread.extend(
-            UnreadFile(s.path, s.reason, s.detail)
-            for s in selection.skipped
-            if s.reason == "unsupported"
+            UnreadFile(s.path, s.reason, s.detail) for s in selection.skipped if s.not_read
         )
     for path in selection.files:
+        try:
+            regular_file(path)  # a pipe is never opened; a dangling link is named, not fatal
+        except Unreadable as exc:
+            if unread is None:
+                raise DocumentError(f"{path}: {exc.detail}") from exc
+            unread.append(UnreadFile(path, exc.reason, exc.detail))
+            continue
         suffix = path.suffix.lower()
         if suffix in CONVERTED_SUFFIXES:
             try:

@@ -18,8 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.cli.context import err, out, settings_or_exit, usage_error
+from searchers.source_files import display_path
 
-# some files of the sources were not read (unsupported, corrupt, encrypted, no text layer)
+# some files of the sources were not read (unsupported, corrupt, encrypted, no text layer,
+# binary, unreadable: searchers.source_reading.FailedSource lists the reasons)
 EXIT_FILES_NOT_READ = 3
 
 
@@ -33,14 +35,17 @@ def print_build_report(report: Any, as_json: bool) -> int:
     if report.sources or report.removed_sources:
         table = Table(title=f"index {report.path} (generation {report.generation})")
         for column in ("source", "format", "change", "passages", "added", "removed"):
-            table.add_column(column, justify="left" if column == "source" else "right")
+            if column in ("source", "format"):  # a long name folds; "text (windows-1252)" wraps
+                table.add_column(column, overflow="fold", justify="left")
+            else:
+                table.add_column(column, justify="right", no_wrap=True)
         for src in report.sources:
             table.add_row(
-                src.name, src.format, src.change, str(src.passages), str(src.added),
-                str(src.removed),
+                Text(display_path(src.name)), _format_cell(src), src.change, str(src.passages),
+                str(src.added), str(src.removed),
             )  # fmt: skip
         for gone in report.removed_sources:
-            table.add_row(gone.name, "", "removed", "", "", str(gone.removed))
+            table.add_row(Text(display_path(gone.name)), "", "removed", "", "", str(gone.removed))
         out.print(table)
     verb = "added" if report.changed else "nothing new;"
     removed = f", removed {report.removed}" if report.removed else ""
@@ -63,15 +68,29 @@ def print_build_report(report: Any, as_json: bool) -> int:
     return exit_code
 
 
+def _format_cell(src: Any) -> Text:
+    """The format column: ``text`` for UTF-8, ``text (windows-1252)`` when the file was read
+    in another encoding, so a guessed encoding is seen where the file is listed."""
+    encoding = getattr(src, "encoding", None)
+    if encoding and encoding != "utf-8":
+        return Text(f"{src.format} ({encoding})")
+    return Text(src.format)
+
+
 def print_not_read(failed: list[Any], skipped: list[dict[str, Any]]) -> None:
     """Every file of the sources that was not read, on stderr: the failed ones (exit 3) as
-    warnings, the deliberately skipped ones (stores, hidden, ignored) dimmed."""
+    warnings with their reason, the deliberately skipped ones (stores, hidden, ignored, links
+    to folders) dimmed. A name is printed on one line whatever it holds (``display_path``)."""
     for item in skipped:
-        line = f"skipped {item['path']}: {item.get('detail') or item['reason']}"
+        path = display_path(item["path"])
+        line = f"skipped {path}: {item.get('detail') or item['reason']}"
         err.print(Text(line, style="dim"), soft_wrap=True, highlight=False)
     for item in failed:
         err.print(
-            Text.assemble(("not read ", "yellow"), f"{item.path}: {item.detail or item.reason}"),
+            Text.assemble(
+                ("not read ", "yellow"),
+                f"{display_path(item.path)}: {item.detail or item.reason} [{item.reason}]",
+            ),
             soft_wrap=True,
             highlight=False,
         )

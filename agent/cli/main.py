@@ -101,8 +101,9 @@ def index_build(
     content changed replaces its passages (`index sync` also drops deleted files).
 
     Exit 0 when every file was read, 3 when some were not (an unsupported type, a corrupt or
-    encrypted document, a PDF without a text layer: each is named, the rest is indexed), 2 on a
-    usage error (nothing is written)."""
+    encrypted document, a PDF without a text layer, binary data, a dangling link, a file or
+    folder it may not read: each is named with its reason, the rest is indexed), 2 on a usage
+    error (nothing is written)."""
     from agent.indexing import build, build_progress
     from searchers.corpus import FORMATS, CorpusError
     from searchers.retrieval import RetrievalError
