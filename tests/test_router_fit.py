@@ -183,3 +183,7 @@ def test_the_report_runs_on_the_recorded_rows_without_question_files(tmp_path: P
     assert "## Tuning slice `tune/hotpotqa`" in text
     assert "Replay estimate on the report slices" in text
     assert "Question files not found" in text
+    estimates = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert set(estimates) == {"hotpotqa_b", "2wiki", "musique"}
+    assert all(e["replay_estimate"] and 0 <= e["escalated"] <= 1 for e in estimates.values())
+    assert estimates["2wiki"]["ci_low"] <= estimates["2wiki"]["f1_delta"]

@@ -164,10 +164,10 @@ class Policy:
 
     The defaults are the rule ``benchmarks/router_fit.py`` chose on the tuning rows: the
     fewest escalations whose draft-first F1 stays within 2 points of always planning (the lower
-    end of the paired 95% interval, pooled tuning slices). Only the single-fact shape passed:
-    the draft's support check is true for nearly every draft (the 1.5B reader writes a span of
-    its passages), so a weak draft is rare and says little, and skipping the plan for chains or
-    comparisons with a supported draft lost F1 on 2Wiki."""
+    end of the paired 95% interval, pooled tuning slices): plan every question but a single
+    fact (7 of 80 tuning questions). The draft's support check holds for nearly every draft
+    (the 1.5B reader writes a span of its passages: 71 of 80), so a weak draft is rare and says
+    little, and leaving chains to a supported draft lost F1 on 2Wiki."""
 
     name: PolicyName = "fitted"
     shapes: frozenset[RouteShape] = field(
