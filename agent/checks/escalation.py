@@ -1,0 +1,260 @@
+"""Whether the planner runs after the one-call draft, and which answer wins when it does.
+
+Every question starts with one-call RAG over the question's own hits (the draft: one model call,
+~8 s). The planner (``full``: ~6 calls, about a minute on the embedded model) pays on some
+questions and not on others: on the HotpotQA tuning slice it scored below the draft, on the 2Wiki
+one it doubled it (``benchmarks/results/router.md``). This module is the router between the two,
+from signals that exist right after the draft and cost no call, and the rule that picks the final
+answer when the plan ran. Pure functions: no I/O, no model; the planner, ``hoptree_agent`` and
+``benchmarks/router_fit.py`` all read the same rules.
+
+The anchors:
+
+- Adaptive-RAG (Jeong et al., 2024) routes each question by its complexity to no, one or
+  multi-step retrieval. Its classifier is a trained T5; here the question's shape is read by the
+  planner's own wording rules (``agent.planner.shapes.question_shape``, passed in by the caller:
+  this room sits below the planner and cannot import it) and folded into the four shapes the
+  router tells apart (``route_shape``).
+- RASER-style escalation: answer once, then escalate from a handful of features of that attempt.
+  Our features are the draft's own: is its short answer a span of the passages it was shown
+  (``citations.ground_short_answer``), is it empty or "unknown", does it only restate the
+  question's words (``evidence.restates``: a bridge entity, not the answer).
+- FLARE and DRAGIN retrieve again when the model's token confidence drops. The embedded
+  llama.cpp server returns token log-probabilities; the recorded rows do not, so the fitted rule
+  works without them and a log-probability floor is an optional extra of the policy (off unless
+  set: no recorded row can say where it should sit).
+
+The fitted rule is a handful of readable conditions, not a classifier: with 80 paired tuning
+questions a learned model would fit noise, and a rule can be read in a trace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agent.checks.chains import same_answer
+from agent.checks.citations import SourceText, ground_short_answer
+from agent.checks.comparison import asks_yes_no, choices
+from agent.checks.evidence import restates
+from searchers.text import normalize_answer_folded
+from searchers.verification import NO_ANSWER, YES_NO
+
+RouteShape = Literal["chain", "comparison", "choice", "single"]
+ROUTE_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice", "single")
+
+# the planner's shapes (agent.planner.shapes.Shape) as the router groups them
+_FROM_PLANNER: dict[str, RouteShape] = {
+    "composition": "chain",
+    "inference": "chain",  # a family relation: a chain of parent/child/spouse steps
+    "comparison": "comparison",
+    "bridge_comparison": "comparison",
+    "single": "single",
+}
+
+# draft answers that say "no answer" in more words than searchers.verification.NO_ANSWER holds
+_UNKNOWN_WORDS = ("not provided", "not stated", "not specified", "cannot be determined", "unknown")
+
+
+def route_shape(question: str, planner_shape: str) -> RouteShape:
+    """The router's shape of ``question``: ``choice`` when it offers two named alternatives
+    ("Which band formed first, A or B?": ``comparison.choices``), else the planner's shape
+    (``planner_shape``, from ``agent.planner.shapes.question_shape``) grouped: a description to
+    resolve first or a family relation is a ``chain``, any other comparison ("Are A and B both
+    ...?") a ``comparison``, the rest ``single``. An unknown planner shape counts as ``single``."""
+    if len(choices(question)) >= 2:
+        return "choice"
+    return _FROM_PLANNER.get(planner_shape, "single")
+
+
+def unknown_like(answer: str) -> bool:
+    """An empty draft, or one that says it has no answer ("unknown", "not stated")."""
+    text = normalize_answer_folded(answer)
+    return text in NO_ANSWER or any(word in text for word in _UNKNOWN_WORDS)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What is known, for free, right after the draft. ``logprob_*`` are the draft's token
+    log-probabilities (natural log) when the model server returned them; ``top_score`` is the
+    draft's best retrieval score when the searcher recorded one. Both may be absent."""
+
+    shape: RouteShape
+    supported: bool  # the draft's short answer is a span of the passages it was shown
+    empty: bool  # "", "unknown", "not stated", ...
+    restates: bool  # only the question's own words, not an offered alternative
+    yes_no: bool  # the question asks yes or no (a draft "yes" has no span to check)
+    logprob_mean: float | None = None
+    logprob_min: float | None = None
+    top_score: float | None = None
+
+    @property
+    def weak(self) -> bool:
+        """The draft cannot stand as the answer: empty, a restated name, or (for a question
+        that is not yes/no) a span its passages do not hold."""
+        return self.empty or self.restates or (not self.yes_no and not self.supported)
+
+    def as_dict(self) -> dict[str, object]:
+        """For the trace and the JSON result."""
+        return {
+            "shape": self.shape,
+            "supported": self.supported,
+            "empty": self.empty,
+            "restates": self.restates,
+            "yes_no": self.yes_no,
+            "weak": self.weak,
+            "logprob_mean": self.logprob_mean,
+            "logprob_min": self.logprob_min,
+            "top_score": self.top_score,
+        }
+
+
+def logprob_summary(logprobs: Sequence[float]) -> tuple[float | None, float | None]:
+    """(mean, min) of the draft's token log-probabilities; (None, None) without any. Values
+    that are not finite numbers (a server's -inf for a forced token) are left out."""
+    finite = [float(x) for x in logprobs if math.isfinite(float(x))]
+    if not finite:
+        return None, None
+    return sum(finite) / len(finite), min(finite)
+
+
+def draft_signals(
+    question: str,
+    draft: str,
+    shown: Sequence[SourceText],
+    planner_shape: str,
+    *,
+    logprobs: Sequence[float] = (),
+    top_score: float | None = None,
+) -> Signals:
+    """The signals of the draft short answer ``draft`` to ``question``, read against the
+    passages the draft was shown (``shown``)."""
+    empty = unknown_like(draft)
+    yes_no = asks_yes_no(question)
+    supported = False
+    if not empty:
+        _, supported = ground_short_answer(draft, shown, question)
+    mean, low = logprob_summary(logprobs)
+    return Signals(
+        shape=route_shape(question, planner_shape),
+        supported=supported,
+        empty=empty,
+        restates=not empty and restates(draft, question),
+        yes_no=yes_no or normalize_answer_folded(draft) in YES_NO,
+        logprob_mean=mean,
+        logprob_min=low,
+        top_score=top_score,
+    )
+
+
+# --------------------------------------------------------------------------- the decision
+
+PolicyName = Literal["always", "never", "fitted"]
+POLICIES: tuple[PolicyName, ...] = ("always", "never", "fitted")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The router's setting. ``always`` and ``never`` ignore the signals. ``fitted`` escalates a
+    question of one of ``shapes`` whatever its draft, and (``escalate_weak``) one whose draft is
+    weak; ``min_logprob``: also one whose draft's lowest token log-probability falls below it
+    (off by default: no recorded row has log-probabilities to place it).
+
+    The defaults are the rule ``benchmarks/router_fit.py`` chose on the tuning rows: the
+    fewest escalations whose draft-first F1 stays within 2 points of always planning (the lower
+    end of the paired 95% interval, pooled tuning slices): plan every question but a single
+    fact (7 of 80 tuning questions). The draft's support check holds for nearly every draft
+    (the 1.5B reader writes a span of its passages: 71 of 80), so a weak draft is rare and says
+    little, and leaving chains to a supported draft lost F1 on 2Wiki."""
+
+    name: PolicyName = "fitted"
+    shapes: frozenset[RouteShape] = field(
+        default_factory=lambda: frozenset({"chain", "choice", "comparison"})
+    )
+    escalate_weak: bool = False
+    min_logprob: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ValueError(f"unknown router policy {self.name!r}; expected one of {POLICIES}")
+        unknown = set(self.shapes) - set(ROUTE_SHAPES)
+        if unknown:
+            raise ValueError(f"unknown route shapes {sorted(unknown)}")
+
+
+FITTED = Policy()
+
+
+@dataclass(frozen=True)
+class Decision:
+    escalate: bool
+    reason: str  # for the trace: which condition decided
+
+
+def decide(signals: Signals, policy: Policy = FITTED) -> Decision:
+    """Whether the planner runs after the draft, and why (module doc; the fit is in
+    ``benchmarks/results/router.md``)."""
+    if policy.name == "always":
+        return Decision(True, "policy: always plan")
+    if policy.name == "never":
+        return Decision(False, "policy: never plan")
+    if signals.shape in policy.shapes:
+        return Decision(True, f"shape: {signals.shape}")
+    if policy.escalate_weak and signals.weak:
+        why = "empty" if signals.empty else "restates the question" if signals.restates else ""
+        return Decision(True, f"weak draft: {why or 'not in its passages'}")
+    if (
+        policy.min_logprob is not None
+        and signals.logprob_min is not None
+        and signals.logprob_min < policy.min_logprob
+    ):
+        return Decision(True, f"low confidence: min logprob {signals.logprob_min:.2f}")
+    return Decision(False, "draft stands: " + ("yes/no" if signals.yes_no else "supported"))
+
+
+# --------------------------------------------------------------------------- the final choice
+
+PlanKind = Literal["resolved", "comparison", "open"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer and whether its evidence holds it: for the draft, its short answer is a span
+    of its shown passages; for a resolved chain, its last finding is supported (every hop is,
+    or the plan would be open); for a comparison, both values it compared are."""
+
+    answer: str
+    supported: bool
+
+
+@dataclass(frozen=True)
+class FinalChoice:
+    answer: str
+    source: Literal["draft", "plan"]
+    reason: str
+
+
+def final_choice(draft: Candidate, kind: PlanKind, plan: Candidate | None) -> FinalChoice:
+    """Which answer the person gets when the plan ran. An open plan answers with the draft
+    (nothing is read twice). A computed comparison or a resolved chain replaces the draft when
+    its support is stronger: the plan's answer is supported and rests on a supported finding
+    for every hop (or for both compared values), where the draft rests on one read of the
+    question's own hits. An unsupported plan answer never replaces the draft.
+
+    Measured on the tuning rows (``benchmarks/results/router.md``, final choice): where a
+    resolved plan and the draft disagree, the draft's own support says nothing (the 1.5B reader
+    almost always writes a span of its passages: 22 of 22 disagreeing drafts were supported),
+    and keeping a supported draft over a supported chain lost 11 points of F1 on HotpotQA and 25
+    on 2Wiki against letting the chain win."""
+    if kind == "open" or plan is None or not plan.answer.strip():
+        return FinalChoice(draft.answer, "draft", "plan open: the draft stands")
+    if same_answer(draft.answer, plan.answer):
+        return FinalChoice(plan.answer, "plan", f"{kind} agrees with the draft")
+    if kind == "comparison":
+        return FinalChoice(plan.answer, "plan", "computed comparison over supported findings")
+    if plan.supported:
+        why = "a weak draft" if unknown_like(draft.answer) or not draft.supported else "one read"
+        return FinalChoice(plan.answer, "plan", f"supported chain over {why}")
+    return FinalChoice(draft.answer, "draft", "chain answer unsupported: the draft stands")

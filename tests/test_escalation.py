@@ -1,0 +1,170 @@
+"""The draft-first router's rules (``agent.checks.escalation``): the question's shape, the
+draft's signals, the escalation decision under each policy, and the final choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.checks.citations import SourceText
+from agent.checks.escalation import (
+    FITTED,
+    Candidate,
+    Policy,
+    Signals,
+    decide,
+    draft_signals,
+    final_choice,
+    logprob_summary,
+    route_shape,
+    unknown_like,
+)
+from agent.planner.shapes import question_shape
+
+BAND = (
+    "The band who released the debut album Tinted Windows had their first performance in what city?"
+)
+SHOWN = [
+    SourceText(1, "Tinted Windows (band)", "Tinted Windows played their first show in Tulsa."),
+    SourceText(2, "Tinted Windows (album)", "Tinted Windows is the debut album of the band."),
+]
+
+
+def shape(question: str) -> str:
+    return route_shape(question, question_shape(question))
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Which band was formed first, Tinted Windows or Hanson?", "choice"),
+        ("Are Pavel Urysohn and Leonid Levin both mathematicians?", "comparison"),
+        (BAND, "chain"),
+        ("Who is the maternal grandfather of Edward VI?", "chain"),
+        ("What year was Hanson formed?", "single"),
+    ],
+)
+def test_route_shape_reads_the_question(question: str, expected: str) -> None:
+    assert shape(question) == expected
+
+
+def test_route_shape_of_an_unknown_planner_shape_is_single() -> None:
+    assert route_shape("What year was Hanson formed?", "something new") == "single"
+
+
+def test_unknown_like_drafts() -> None:
+    assert unknown_like("")
+    assert unknown_like("Unknown")
+    assert unknown_like("The city is not stated in the passages")
+    assert not unknown_like("Tulsa")
+
+
+def test_a_draft_in_its_passages_is_supported() -> None:
+    signals = draft_signals(BAND, "Tulsa", SHOWN, "composition")
+    assert signals.supported and not signals.weak
+    assert signals.shape == "chain"
+
+
+def test_a_draft_missing_from_its_passages_is_weak() -> None:
+    signals = draft_signals(BAND, "Chicago", SHOWN, "composition")
+    assert not signals.supported and signals.weak
+
+
+def test_an_empty_draft_is_weak_and_not_checked() -> None:
+    signals = draft_signals(BAND, "unknown", SHOWN, "composition")
+    assert signals.empty and not signals.supported and signals.weak
+
+
+def test_a_draft_restating_the_question_is_weak() -> None:
+    signals = draft_signals(BAND, "Tinted Windows", SHOWN, "composition")
+    assert signals.restates and signals.weak
+
+
+def test_a_yes_no_draft_is_not_weak_without_a_span() -> None:
+    question = "Are Pavel Urysohn and Leonid Levin both mathematicians?"
+    signals = draft_signals(question, "yes", [], "comparison")
+    assert signals.yes_no and not signals.weak
+
+
+def test_logprobs_are_summarised_and_optional() -> None:
+    assert logprob_summary([]) == (None, None)
+    assert logprob_summary([-0.5, float("-inf"), -1.5]) == (-1.0, -1.5)
+    signals = draft_signals(BAND, "Tulsa", SHOWN, "composition", logprobs=[-0.1, -2.0])
+    assert signals.logprob_min == -2.0
+    assert signals.as_dict()["logprob_mean"] == pytest.approx(-1.05)
+
+
+def _signals(**changes: object) -> Signals:
+    base = {"shape": "single", "supported": True, "empty": False, "restates": False}
+    return Signals(**{**base, "yes_no": False, **changes})  # type: ignore[arg-type]
+
+
+def test_always_and_never_ignore_the_signals() -> None:
+    strong, weak = _signals(), _signals(supported=False)
+    assert decide(strong, Policy("always")).escalate
+    assert not decide(weak, Policy("never")).escalate
+
+
+@pytest.mark.parametrize("shape_", ["chain", "choice", "comparison"])
+def test_the_fitted_rule_plans_chains_and_comparisons(shape_: str) -> None:
+    decision = decide(_signals(shape=shape_), FITTED)
+    assert decision.escalate and shape_ in decision.reason
+
+
+def test_the_fitted_rule_keeps_a_single_fact_draft() -> None:
+    assert not decide(_signals(), FITTED).escalate
+    assert not decide(_signals(supported=False), FITTED).escalate  # weak drafts: off by default
+
+
+def test_a_weak_draft_escalates_when_the_policy_says_so() -> None:
+    policy = Policy(shapes=frozenset(), escalate_weak=True)
+    assert decide(_signals(supported=False), policy).escalate
+    assert decide(_signals(empty=True), policy).reason == "weak draft: empty"
+    assert decide(_signals(restates=True), policy).reason == "weak draft: restates the question"
+    assert not decide(_signals(), policy).escalate
+
+
+def test_a_low_logprob_escalates_only_when_a_floor_is_set() -> None:
+    unsure = _signals(logprob_min=-3.0)
+    assert not decide(unsure, FITTED).escalate
+    floor = Policy(shapes=frozenset(), min_logprob=-2.0)
+    assert decide(unsure, floor).escalate
+    assert not decide(_signals(logprob_min=-1.0), floor).escalate
+    assert not decide(_signals(), floor).escalate  # no logprobs recorded: the floor is silent
+
+
+def test_a_policy_refuses_unknown_names() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        Policy("sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="shapes"):
+        Policy(shapes=frozenset({"riddle"}))  # type: ignore[arg-type]
+
+
+def test_an_open_plan_keeps_the_draft() -> None:
+    chosen = final_choice(Candidate("Tulsa", True), "open", Candidate("Chicago", True))
+    assert (chosen.answer, chosen.source) == ("Tulsa", "draft")
+
+
+def test_a_plan_that_agrees_is_taken() -> None:
+    chosen = final_choice(Candidate("Tulsa", True), "resolved", Candidate("Tulsa, Oklahoma", True))
+    assert chosen.answer == "Tulsa, Oklahoma" and "agrees" in chosen.reason
+
+
+def test_a_computed_comparison_wins() -> None:
+    chosen = final_choice(
+        Candidate("Hanson", True), "comparison", Candidate("Tinted Windows", True)
+    )
+    assert (chosen.answer, chosen.source) == ("Tinted Windows", "plan")
+
+
+def test_a_supported_chain_replaces_the_draft() -> None:
+    chosen = final_choice(Candidate("1997", True), "resolved", Candidate("August 8, 1975", True))
+    assert chosen.source == "plan" and "one read" in chosen.reason
+    weak = final_choice(Candidate("unknown", False), "resolved", Candidate("Tulsa", True))
+    assert weak.source == "plan" and "weak draft" in weak.reason
+
+
+def test_an_unsupported_chain_does_not_replace_the_draft() -> None:
+    chosen = final_choice(Candidate("Tulsa", True), "resolved", Candidate("Chicago", False))
+    assert (chosen.answer, chosen.source) == ("Tulsa", "draft")
+    empty = final_choice(Candidate("Tulsa", True), "resolved", Candidate("  ", True))
+    assert empty.source == "draft"
