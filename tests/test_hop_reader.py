@@ -45,7 +45,7 @@ def test_passages_are_read_alone_until_one_holds_the_answer() -> None:
             [ALBUM, SONG, TOWN],
             scope=RunScope(),
             supported=support,
-        )  # fmt: skip
+        )
     )
     assert found.answer == "Jerry Reed" and found.hit is ALBUM and found.calls == 2
     assert len(shown) == 2 and all(text.count("Country Man") >= 1 for text in shown)
@@ -64,7 +64,7 @@ def test_a_reply_its_passage_does_not_hold_is_no_finding() -> None:
             [SONG, ALBUM, TOWN],
             scope=RunScope(),
             supported=support,
-        )  # fmt: skip
+        )
     )
     assert found.answer == "" and found.hit is None and found.calls == 3
 
@@ -80,6 +80,6 @@ def test_at_most_max_reads_calls() -> None:
             scope=RunScope(),
             supported=support,
             max_reads=1,
-        )  # fmt: skip
+        )
     )
     assert found.calls == 1 and len(shown) == 1 and found.answer == ""
