@@ -8,8 +8,6 @@ import re
 
 from langgraph.types import Send
 
-from agent.checks.citations import NAME_CONNECTORS
-from agent.checks.comparison import choices
 from agent.planner.shapes import copies_an_example
 from agent.planner.state import (
     PlannerRun,
@@ -18,6 +16,7 @@ from agent.planner.state import (
     SubQuery,
     query_key,
 )
+from agent.text_rules import NAME_CONNECTORS, choices
 from searchers.text import fold
 
 MAX_QUERIES_PER_CALL = 6
