@@ -5,6 +5,7 @@ ready to go out. Shared by the decompose and verify nodes; no LLM call here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 from langgraph.types import Send
 
@@ -381,6 +382,28 @@ def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | 
     def fill(match: re.Match[str]) -> str:
         qid = f"q{match.group(1)}"
         answer = answer_of(qid, state) if state is not None else None
+        name = fill_value(answer) if answer else ""
+        if name:
+            return name
+        return f"({subs[qid]['query']})" if qid in subs else ""
+
+    query = " ".join(REF.sub(fill, sub["query"]).split())[:MAX_QUERY_CHARS]
+    return SubQuery(**{**sub, "query": query, "key": query_key(query) or sub["key"]})
+
+
+def spell_out(
+    sub: SubQuery,
+    subs: Mapping[str, SubQuery],
+    answer_of: Callable[[str], str | None] | None = None,
+) -> SubQuery:
+    """``sub`` with each ``#n`` replaced by that query's supported answer (``answer_of``, the
+    plan's), or by its own words where there is no answer to fill in: with findings switched
+    off (every query goes out at once) or when the answer is a yes/no or a sentence rather
+    than a name."""
+
+    def fill(match: re.Match[str]) -> str:
+        qid = f"q{match.group(1)}"
+        answer = answer_of(qid) if answer_of is not None else None
         name = fill_value(answer) if answer else ""
         if name:
             return name
