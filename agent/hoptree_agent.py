@@ -212,7 +212,7 @@ class HoptreeAgent:
                     origin=sub["origin"],  # type: ignore[arg-type]
                     searches=list(plan.records_of(qid)),
                     passage_ids=list(plan.fused.get(qid, [])),
-                    summary=finding.get("summary", ""),
+                    summary=finding.get("finding", ""),
                     summary_sources=list(finding.get("sources", [])),
                     answered=bool(finding.get("answered")),
                     summary_skipped=bool(finding.get("skipped")),

@@ -28,7 +28,7 @@ def finding(qid: str, answer: str = "", *, skipped=False, superseded_by=None) ->
     return {
         "id": qid,
         "query": qid,
-        "summary": answer,
+        "finding": answer,
         "proposed": answer,
         "sources": [f"p-{qid}"] if supported else [],
         "answered": supported,
@@ -52,7 +52,7 @@ def state(**fields: Any) -> dict[str, Any]:
     return {
         "question": "Where was the director of Jaws born?",
         "sub_queries": {s["id"]: s for s in subs},
-        "summaries": {f["id"]: f for f in findings},
+        "findings": {f["id"]: f for f in findings},
         **fields,
     }
 
@@ -86,7 +86,7 @@ def test_the_plan_round_trips_through_the_graph_state() -> None:
 
 
 def test_an_empty_or_reset_state_is_an_empty_plan() -> None:
-    plan = Plan.from_json({"question": "q?", "sub_queries": None, "summaries": None})
+    plan = Plan.from_json({"question": "q?", "sub_queries": None, "findings": None})
     assert plan.sub_queries == {} and plan.findings == {}
     assert not plan.resolved() and plan.unanswered() == [] and plan.ready() == ([], [], [])
 

@@ -188,7 +188,7 @@ async def test_a_dependent_query_waits_for_the_answer_it_needs(index) -> None:
     assert result.prompt_tokens == 10 * len(chat.seen)
     kinds = [e.kind for e in result.trace]
     assert kinds[:2] == ["started", "decompose"] and kinds[-1] == "answer"
-    hop = next(e for e in result.trace if e.kind == "supplement")
+    hop = next(e for e in result.trace if e.kind == "next_round")
     assert hop.data["origin"] == "hop"
 
 
@@ -412,7 +412,7 @@ async def test_a_follow_up_asking_what_a_finding_answers_is_not_sent(index) -> N
     searcher = KeywordSearcher(index)
     result = await agent_with(chat, [searcher], max_rounds=2).ask("Eiffel Tower and the Nile?")
     assert "the city where the Eiffel Tower stands?" not in searcher.queries
-    supplement = next(e for e in result.trace if e.kind == "supplement")
+    supplement = next(e for e in result.trace if e.kind == "next_round")
     assert [q["query"] for q in supplement.data["sub_queries"]] == ["Nile length in km"]
     assert supplement.data["dropped"] == ["the city where the Eiffel Tower stands?"]
     assert result.sub_queries[-1].replaces == "q2"
@@ -782,7 +782,7 @@ def test_the_planner_runs_lighter_searches_than_hoptree_search(settings) -> None
 def test_each_enabled_searcher_is_a_node_of_the_graph(index) -> None:
     agent = agent_with(two_hop_chat(), [KeywordSearcher(index), ExplodingSearcher()])
     nodes = set(agent._graph.get_graph().nodes)
-    assert {"search_keywords", "search_exploding", "summarize", "verify"} <= nodes
+    assert {"search_keywords", "search_exploding", "findings", "verify"} <= nodes
 
 
 def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() -> None:

@@ -34,11 +34,11 @@ def test_the_drawn_graph_has_every_edge_a_run_can_take() -> None:
         node = search_node(name)
         assert ("decompose", node) in drawn  # the plan's first round
         assert ("verify", node) in drawn  # the next hops and the follow-ups
-        assert (node, "summarize") in drawn
+        assert (node, "findings") in drawn
     assert {
         ("__start__", "decompose"),
         ("decompose", "answer"),  # nothing to search
-        ("summarize", "verify"),
+        ("findings", "verify"),
         ("verify", "answer"),
         ("answer", "__end__"),
     } <= drawn

@@ -1,4 +1,4 @@
-"""The ``summarize`` node: one call per round copies each query's answer span out of its
+"""The ``findings`` node: one call per round copies each query's answer span out of its
 passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
 counts only when a passage about the query's subject holds it
 (``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked again."""
@@ -33,6 +33,10 @@ MAX_FINDING_CHARS = 200
 
 
 FINDINGS_MAX_TOKENS = 200
+
+# The findings calls' usage step (``hoptree_step``): LevelRAG's word, kept because eval rows'
+# ``steps``, ``AskResult.usage_by_step`` and the planner profiles are keyed by it.
+FINDINGS_STEP = "summarize"
 
 
 class QueryFinding(BaseModel):
@@ -71,12 +75,12 @@ def _findings_prompt(
 def _record(
     sub: SubQuery, span: str, sources: list[str], *, supported: bool, answered: bool, skipped: bool
 ) -> FindingRecord:
-    """A query's finding as state keeps it: ``summary`` is the span only when supported,
+    """A query's finding as state keeps it: ``finding`` is the span only when supported,
     ``proposed`` what the model said either way (the trace shows both)."""
     return {
         "id": sub["id"],
         "query": sub["query"],
-        "summary": span if supported else "",
+        "finding": span if supported else "",
         "proposed": span,
         "sources": sources,
         "answered": answered,
@@ -104,7 +108,7 @@ async def read_query(
     """One query read by one-call RAG's reader over its passages, windowed as the findings
     call windows them (``findings_call="reader"``; ``benchmarks/findings_prompt_ab.py``)."""
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
-    return await read_short_answer(chat, query, text, scope=scope, step="summarize")
+    return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
 
 
 async def _read_each(
@@ -181,7 +185,7 @@ async def _call_findings(
             RoundFindings,
             prompts.render("findings", queries=text),
             scope=run.rounds,
-            step="summarize",
+            step=FINDINGS_STEP,
             max_tokens=FINDINGS_MAX_TOKENS,
         )
     except BudgetExceeded as exc:
@@ -195,7 +199,7 @@ async def _call_findings(
     return replies, by_number, True
 
 
-async def _read_findings(
+async def _model_findings(
     run: PlannerRun, subs: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
 ) -> dict[str, FindingRecord]:
     """The findings step as configured: one call for the round (``findings_call="batch"``) or
@@ -239,7 +243,7 @@ def _superseded(plan: Plan, subs: list[SubQuery], new: dict[str, FindingRecord])
     return replaced
 
 
-async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+async def read_findings(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
     """Fuse each of this round's queries' results (``Plan.fused_hits``) and copy every answer
     span out of them; earlier rounds keep their findings unless a follow-up's replaces one."""
     run = runtime.context
@@ -250,15 +254,15 @@ async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     fused = {sub["id"]: plan.fused_hits(sub["id"], cfg.k) for sub in subs}
     shown = {qid: hits[: cfg.summary_passages] for qid, hits in fused.items()}
     errors: list[str] = []
-    step = _read_findings if cfg.summarize else _passages_as_findings
+    step = _model_findings if cfg.summarize else _passages_as_findings
     findings = await step(run, subs, shown, errors)
     findings.update(_superseded(plan, subs, findings))
     ms = (time.monotonic() - started) * 1000
     for sub in subs:
-        emit(runtime, "summarize", findings[sub["id"]], sub["round"], ms / max(1, len(subs)))
+        emit(runtime, "finding", findings[sub["id"]], sub["round"], ms / max(1, len(subs)))
     passages = {h.id: h.to_json() for hits in fused.values() for h in hits}
     return {
-        "summaries": findings,
+        "findings": findings,
         "fused": {qid: [h.id for h in hits] for qid, hits in fused.items()},
         "passages": passages,
         "errors": errors,

@@ -80,7 +80,7 @@ class Plan:
             },
             fused=dict(state.get("fused") or {}),
             passages=dict(state.get("passages") or {}),
-            findings=dict(state.get("summaries") or {}),
+            findings=dict(state.get("findings") or {}),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -94,7 +94,7 @@ class Plan:
             "searches": {key.to_json(): record for key, record in self.searches.items()},
             "fused": dict(self.fused),
             "passages": dict(self.passages),
-            "summaries": dict(self.findings),
+            "findings": dict(self.findings),
         }
 
     @staticmethod
@@ -165,10 +165,10 @@ class Plan:
         if finding.get("superseded_by"):
             return self.answer_of(finding["superseded_by"])
         if finding.get("supported"):
-            return finding["summary"]
+            return finding["finding"]
         for other, sub in self.sub_queries.items():
             if sub.get("replaces") == qid and self.supported(other):
-                return self.findings[other]["summary"]
+                return self.findings[other]["finding"]
         return None
 
     def settled(self, qid: str) -> bool:
@@ -184,7 +184,7 @@ class Plan:
         for sub in self.active():
             finding = self.findings[sub["id"]]
             if finding.get("supported"):
-                out.append(Finding(sub["query"], finding["summary"], tuple(finding["sources"])))
+                out.append(Finding(sub["query"], finding["finding"], tuple(finding["sources"])))
         return out
 
     # ------------------------------------------------------------------ the chain
@@ -241,7 +241,7 @@ class Plan:
                 id=qid,
                 needs=tuple(sub.get("needs") or ()),
                 replaces=sub.get("replaces"),
-                answer=self.findings[qid]["summary"] if self.supported(qid) else None,
+                answer=self.findings[qid]["finding"] if self.supported(qid) else None,
                 superseded=bool(self.findings[qid].get("superseded_by")),
             )
             for qid, sub in self.sub_queries.items()

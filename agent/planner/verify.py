@@ -47,7 +47,7 @@ def _findings_text(plan: Plan, chars: int) -> str:
     passages = plan.passages
     for sub in plan.active():
         finding = plan.findings[sub["id"]]
-        if finding.get("skipped") and not finding.get("summary") and finding["sources"]:
+        if finding.get("skipped") and not finding.get("finding") and finding["sources"]:
             lines.append(f"- {sub['query']} -> passages:")
             for pid in finding["sources"]:
                 if pid in passages:
@@ -56,7 +56,7 @@ def _findings_text(plan: Plan, chars: int) -> str:
                     )
                     lines.append(f"    {passages[pid]['title']}: {text}")
             continue
-        said = finding["summary"] if finding.get("supported") else "NOT FOUND"
+        said = finding["finding"] if finding.get("supported") else "NOT FOUND"
         lines.append(f"- {sub['query']} -> {said}")
     return "\n".join(lines)
 
@@ -247,13 +247,13 @@ def _next_round(
     still_waiting: list[str],
 ) -> dict[str, Any]:
     """The state update that sends ``decision.new`` in the next round, reported as the
-    round's ``supplement`` event."""
+    round's ``next_round`` event (its ``origin``: the planned hops or the follow-ups)."""
     nxt = rnd + 1
     for sub in decision.new:
         sub["round"] = nxt
     emit(
         runtime,
-        "supplement",
+        "next_round",
         {
             "sub_queries": [sub_report(q) | {"replaces": q.get("replaces")} for q in decision.new],
             "origin": "hop" if ready else "follow_up",
