@@ -67,6 +67,16 @@ class Keywords:
         return SearchResult(self.name, query, hits, [attempt], 0, False, "exhausted", 0, 1.0)
 
 
+class Reversed(Keywords):
+    """The same hits in reverse order: fused with ``Keywords``' they tie, so the order in which
+    the plan holds the two searchers' results decides the passages' order in every prompt."""
+
+    async def search(self, query: str, *, k: int = 10) -> SearchResult:
+        result = await super().search(query, k=k)
+        result.hits.reverse()
+        return result
+
+
 def reply(**fields: object) -> str:
     return json.dumps(fields)
 
@@ -141,13 +151,15 @@ SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "no_decompose": (routes(), {"decompose": False}, {}),
     "no_summarize": (routes(verify=reply(sufficient=True, queries=[])), {"summarize": False}, {}),
     "no_supplement": (routes(summarize=findings({})), {"supplement": False}, {}),
+    "searchers_that_disagree": (routes(), {}, {}),
 }
 
 
 async def record(name: str, index: TantivySparseIndex) -> dict[str, Any]:
     chosen, planner, budgets = SCENARIOS[name]
     chat = Recording(routes=chosen)
-    searchers = [Keywords(index, "keywords"), Keywords(index, "titles")]
+    second = Reversed if name == "searchers_that_disagree" else Keywords
+    searchers = [Keywords(index, "keywords"), second(index, "titles")]
     agent = HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
