@@ -17,6 +17,7 @@ from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries, similar_queries
 from agent.planner.state import PlannerRun, PlannerState, SubQuery, query_key
 from agent.planner.trace import emit, sub_report
+from agent.settings import PlannerSettings
 from searchers.passages import focus_text
 from searchers.searcher import BudgetExceeded
 from searchers.structured_calls import ask
@@ -113,6 +114,29 @@ def _stop_reason(plan: Plan, run: PlannerRun, rnd: int, *, hops: bool = False) -
     return ""
 
 
+@dataclass(frozen=True)
+class Judge:
+    """Who may say the evidence suffices, chosen once from the settings: the findings (every
+    query has a supported one: no call), or, with the findings step ablated (LevelRAG's
+    no-summarize), the model's own word on the passages, since there are no findings to
+    check."""
+
+    by_findings: bool
+
+    @classmethod
+    def of(cls, cfg: PlannerSettings) -> Judge:
+        return cls(by_findings=cfg.summarize)
+
+    def settled(self, open_queries: list[SubQuery]) -> bool:
+        """The plan suffices without a call."""
+        return self.by_findings and not open_queries
+
+    def takes_the_models_word(self, says: bool) -> bool:
+        """The judging call's "sufficient" ends the run (never when findings can be checked:
+        the local model says yes to almost anything)."""
+        return says and not self.by_findings
+
+
 @dataclass
 class Decision:
     """What verify decided: stop (``stopped`` says why) or search ``new`` queries next."""
@@ -137,7 +161,7 @@ def _decide_without_call(
         return Decision(False, "the answers a planned query needs are known", new=ready)
     if ready:
         return Decision(False, "planned queries left unsearched", stopped=hop_limit)
-    if run.planner.summarize and not open_queries:
+    if Judge.of(run.planner).settled(open_queries):
         return Decision(True, "every atomic query has a supported finding", stopped="sufficient")
     if not run.planner.supplement:
         return Decision(False, "supplement disabled", stopped="no_supplement")
@@ -176,7 +200,7 @@ async def _judge(plan: Plan, run: PlannerRun, open_queries: list[SubQuery]) -> D
             errors=[f"verify: {reply.error}"],
         )
     says = reply.value.sufficient
-    if says and not run.planner.summarize:  # with no findings, the model's word is all
+    if Judge.of(run.planner).takes_the_models_word(says):
         return Decision(True, "the model judged the passages", "sufficient", llm_says=says)
     new, dropped = _follow_ups(reply.value.queries, plan, room)
     if new:
