@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 
 from agent.planner.answer import AgentRunError
 from agent.planner.graph import build_planner_graph, recursion_limit
+from agent.planner.plan import Plan
 from agent.planner.state import PlannerRun, PlannerState, fresh_question
 from agent.question import MAX_QUESTION_CHARS, clean_question
 from agent.results import (
@@ -208,29 +209,26 @@ class HoptreeAgent:
         self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
     ) -> AskResult:
         total = run.tracker.total()
+        plan = Plan.from_json(state)
         reports = []
-        for qid, sub in (state.get("sub_queries") or {}).items():
-            summary = (state.get("summaries") or {}).get(qid, {})
+        for qid, sub in plan.sub_queries.items():
+            finding = plan.findings.get(qid, {})
             reports.append(
                 SubQueryReport(
                     id=qid,
                     query=sub["query"],
                     round=sub["round"],
                     origin=sub["origin"],  # type: ignore[arg-type]
-                    searches=[
-                        r
-                        for key, r in (state.get("searches") or {}).items()
-                        if key.split("|", 1)[0] == qid
-                    ],
-                    passage_ids=list((state.get("fused") or {}).get(qid, [])),
-                    summary=summary.get("summary", ""),
-                    summary_sources=list(summary.get("sources", [])),
-                    answered=bool(summary.get("answered")),
-                    summary_skipped=bool(summary.get("skipped")),
-                    proposed=summary.get("proposed", ""),
+                    searches=list(plan.records_of(qid)),
+                    passage_ids=list(plan.fused.get(qid, [])),
+                    summary=finding.get("finding", ""),
+                    summary_sources=list(finding.get("sources", [])),
+                    answered=bool(finding.get("answered")),
+                    summary_skipped=bool(finding.get("skipped")),
+                    proposed=finding.get("proposed", ""),
                     needs=list(sub.get("needs", [])),
                     replaces=sub.get("replaces"),
-                    superseded_by=summary.get("superseded_by"),
+                    superseded_by=finding.get("superseded_by"),
                 )
             )
         errors = list(state.get("errors", []))

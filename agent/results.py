@@ -18,9 +18,9 @@ EventKind = Literal[
     "started",  # the question was accepted
     "decompose",  # atomic queries planned
     "search",  # one searcher finished one atomic query (its refinements included)
-    "summarize",  # one atomic query's finding: the answer span copied from its passages
+    "finding",  # one atomic query's finding: the answer span copied from its passages
     "verify",  # the findings were judged: stop, send waiting queries, or ask follow-ups
-    "supplement",  # atomic queries sent in a new round (next hops or follow-ups)
+    "next_round",  # atomic queries sent in a new round (its planned hops, or follow-ups)
     "answer",  # the final answer was written
     "error",  # something failed; the run may go on degraded
     "result",  # the final result (streams end with it)

@@ -5,7 +5,7 @@ The planner's nodes read their models and searchers from a per-run ``PlannerRun`
 object no JSON run request can carry. So the graph Studio gets is a one-node wrapper whose node
 opens the configured index and searchers, builds that context and invokes the planner graph
 itself as a subgraph (with the run's own config, so Studio draws and streams the planner's
-nodes: decompose, one search node per searcher, summarize, verify, answer).
+nodes: decompose, one search node per searcher, findings, verify, answer).
 
 What to open comes from the run, not from globals: ``index_dir`` and ``searchers`` in the run's
 ``configurable`` (Studio's assistant configuration) or in its ``context`` (``StudioContext``),
@@ -160,13 +160,13 @@ OPEN_PLANNERS = _OpenPlanners()
 
 
 def _sub_queries(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    summaries = state.get("summaries") or {}
+    findings = state.get("findings") or {}
     return [
         {
             "id": qid,
             "query": sub["query"],
             "round": sub["round"],
-            "finding": (summaries.get(qid) or {}).get("summary", ""),
+            "finding": (findings.get(qid) or {}).get("finding", ""),
         }
         for qid, sub in (state.get("sub_queries") or {}).items()
     ]

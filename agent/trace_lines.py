@@ -45,10 +45,10 @@ def progress_line(event: TraceEvent) -> str | None:
         seconds = float(d.get("ms") or event.ms or 0.0) / 1000
         hits = len(d.get("hits") or [])
         return f"{who} searched {query!r}: {ok}, {hits} passage(s) ({seconds:.1f}s)"
-    if event.kind == "summarize":
+    if event.kind == "finding":
         qid = d.get("id") or "?"
-        if d.get("summary"):
-            return f"{qid} finding: {_clip(d['summary'])} (supported)"
+        if d.get("finding"):
+            return f"{qid} finding: {_clip(d['finding'])} (supported)"
         if d.get("proposed"):
             return f"{qid} finding not supported by its passages: {_clip(d['proposed'])}"
         if d.get("skipped") and d.get("answered"):
@@ -65,7 +65,7 @@ def progress_line(event: TraceEvent) -> str | None:
         if missing and not sufficient:
             line += f"; missing: {_clip(missing, 150)}"
         return line
-    if event.kind == "supplement":
+    if event.kind == "next_round":
         what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
         return f"{what}: {_queries(d.get('sub_queries')) or 'none'}"
     if event.kind == "answer":

@@ -239,11 +239,11 @@ def scripted_events(question: str, thread_id: str | None) -> list[TraceEvent]:
         TraceEvent("search", search_q1_sparse, round=1, ms=420.0),
         TraceEvent("search", search_q1_dense, round=1, ms=390.0),
         TraceEvent(
-            "summarize",
+            "finding",
             {
                 "id": "q1",
                 "query": Q1,
-                "summary": "The Eiffel Tower stands on the Champ de Mars in Paris, France.",
+                "finding": "The Eiffel Tower stands on the Champ de Mars in Paris, France.",
                 "sources": ["eiffel-tower-3f2a"],
                 "answered": True,
                 "skipped": False,
@@ -259,15 +259,15 @@ def scripted_events(question: str, thread_id: str | None) -> list[TraceEvent]:
             },
             round=1,
         ),
-        TraceEvent("supplement", {"sub_queries": [{"id": "q2", "query": Q2}]}, round=2),
+        TraceEvent("next_round", {"sub_queries": [{"id": "q2", "query": Q2}]}, round=2),
         TraceEvent("search", search_q2_sparse, round=2, ms=300.0),
         TraceEvent("search", search_q2_dense, round=2, ms=310.0),
         TraceEvent(
-            "summarize",
+            "finding",
             {
                 "id": "q2",
                 "query": Q2,
-                "summary": "The Seine flows through Paris.",
+                "finding": "The Seine flows through Paris.",
                 "sources": ["seine-77d0", "paris-91bc"],
                 "answered": True,
                 "skipped": True,

@@ -22,8 +22,8 @@ from agent.settings import BudgetSettings, PlannerSettings
 from evals.pipelines import planner_context, planner_record
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
+from tests.planner_scripts import QUESTION, KeywordSearcher, reply, two_hop_chat
 from tests.routed_chat import RoutedChatModel
-from tests.test_planner import QUESTION, KeywordSearcher, reply, two_hop_chat
 
 DATA = Path(__file__).parent / "data" / "passages.jsonl"
 METADATA = {

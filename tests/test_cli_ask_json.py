@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.cli_process import run_hoptree
+from tests.planner_scripts import two_hop_chat
 from tests.routed_endpoint import routed_endpoint
 from tests.test_mcp_cli import rewrite
 from tests.test_mcp_server import QUESTION, index_dir  # noqa: F401 (index_dir is a fixture)
-from tests.test_planner import two_hop_chat
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,23 @@ import re
 import pytest
 
 from agent.cli.ask import run_question
-from tests.test_planner import QUESTION, KeywordSearcher, agent_with, index, two_hop_chat  # noqa: F401
+from searchers.sparse_tantivy import TantivySparseIndex
+from tests.planner_scripts import (
+    QUESTION,
+    KeywordSearcher,
+    agent_with,
+    passages_index,
+    two_hop_chat,
+)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
+    return passages_index(tmp_path_factory)
 
 
 async def test_live_lines_come_from_the_agents_run(
-    index,  # noqa: F811 (the fixture imported above)
+    index,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     agent = agent_with(two_hop_chat(), [KeywordSearcher(index)])

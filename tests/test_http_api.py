@@ -44,12 +44,12 @@ EVENT_KINDS = [
     "decompose",
     "search",
     "search",
-    "summarize",
+    "finding",
     "verify",
-    "supplement",
+    "next_round",
     "search",
     "search",
-    "summarize",
+    "finding",
     "verify",
     "answer",
     "result",
@@ -370,26 +370,24 @@ def test_progress_lines_for_the_planners_event_shapes() -> None:
     failed = {"searcher": "dense", "query": "q", "stopped": "error", "error": "index gone"}
     assert progress_line(TraceEvent("search", failed)) == "dense failed on 'q': index gone"
     assert (
-        progress_line(TraceEvent("summarize", {"id": "q2", "summary": "", "proposed": "Ohio"}))
+        progress_line(TraceEvent("finding", {"id": "q2", "finding": "", "proposed": "Ohio"}))
         == "q2 finding not supported by its passages: Ohio"
     )
-    assert progress_line(TraceEvent("summarize", {"id": "q3", "summary": ""})) == "q3: not found"
+    assert progress_line(TraceEvent("finding", {"id": "q3", "finding": ""})) == "q3: not found"
     verdict = {"sufficient": False, "reason": "open queries", "missing": "Where was #1 born?"}
     assert (
         progress_line(TraceEvent("verify", verdict, round=2))
         == "round 2 verdict: insufficient (open queries); missing: Where was #1 born?"
     )
     hop = {"origin": "hop", "sub_queries": [{"id": "q2", "query": "Where was Spielberg born?"}]}
-    assert progress_line(TraceEvent("supplement", hop)) == "next hop: Where was Spielberg born?"
+    assert progress_line(TraceEvent("next_round", hop)) == "next hop: Where was Spielberg born?"
     check = {"sentences": 3, "kept": 2, "recited": 0, "dropped": 1}
     assert (
         progress_line(TraceEvent("answer", {"check": check}))
         == "answer written; citation check kept 2 of 3 sentence(s), dropped 1 ungrounded"
     )
     assert progress_line(TraceEvent("result", {})) is None
-    assert (
-        len(progress_line(TraceEvent("summarize", {"id": "q1", "summary": "x" * 500})) or "") < 150
-    )
+    assert len(progress_line(TraceEvent("finding", {"id": "q1", "finding": "x" * 500})) or "") < 150
 
 
 def test_openai_validation_errors_name_the_field() -> None:

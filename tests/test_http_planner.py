@@ -6,18 +6,25 @@ from __future__ import annotations
 
 import httpx
 import openai
+import pytest
 
 from agent.hoptree_agent import HoptreeAgent
 from agent.settings import BudgetSettings, PlannerSettings
+from searchers.sparse_tantivy import TantivySparseIndex
 from tests.http_client import reasoning_of, sse_events, stream_deltas
 from tests.live_server import live_server
-from tests.test_planner import KeywordSearcher, index, two_hop_chat  # noqa: F401 (fixture)
+from tests.planner_scripts import KeywordSearcher, passages_index, two_hop_chat
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
 TIMEOUT = httpx.Timeout(60.0)
 
 
-def planner(index) -> HoptreeAgent:  # noqa: F811
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
+    return passages_index(tmp_path_factory)
+
+
+def planner(index) -> HoptreeAgent:
     return HoptreeAgent(
         two_hop_chat(),
         {"keywords": KeywordSearcher(index)},
@@ -27,7 +34,7 @@ def planner(index) -> HoptreeAgent:  # noqa: F811
     )
 
 
-def test_the_planners_trace_streams_over_sse(index) -> None:  # noqa: F811
+def test_the_planners_trace_streams_over_sse(index) -> None:
     with (
         live_server(planner(index)) as base,
         httpx.stream(
@@ -47,7 +54,7 @@ def test_the_planners_trace_streams_over_sse(index) -> None:  # noqa: F811
     assert result["citation_check"]["dropped"] == 0
 
 
-def test_the_openai_client_gets_the_planners_cited_answer(index) -> None:  # noqa: F811
+def test_the_openai_client_gets_the_planners_cited_answer(index) -> None:
     with live_server(planner(index)) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=60, max_retries=0)
         completion = client.chat.completions.create(

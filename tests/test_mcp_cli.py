@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from mcp import Client, StdioServerParameters
 
 from tests.child_env import child_environment
+from tests.planner_scripts import two_hop_chat, user_text
 from tests.routed_endpoint import routed_endpoint
 from tests.test_mcp_server import (  # noqa: F401 (index_dir is a fixture)
     QUESTION,
@@ -30,7 +31,6 @@ from tests.test_mcp_server import (  # noqa: F401 (index_dir is a fixture)
     index_dir,
     structured,
 )
-from tests.test_planner import two_hop_chat, user_text
 
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_S = 600  # the child imports torch and loads the embedding model on a busy machine

@@ -32,7 +32,7 @@ from searchers.index_dir import IndexDir
 from searchers.registry import SearcherContext, SearcherRegistry, SearcherSpec
 from searchers.searcher import Searcher, SearchResult
 from tests.live_server import serving
-from tests.test_planner import DATA, KeywordSearcher, two_hop_chat
+from tests.planner_scripts import DATA, KeywordSearcher, two_hop_chat
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
 KEY = "mcp-test-key"

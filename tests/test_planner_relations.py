@@ -11,8 +11,8 @@ from agent.settings import PlannerSettings
 from agent.trace_lines import progress_line
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
+from tests.planner_scripts import KeywordSearcher, agent_with, finding, number_any, reply, user_text
 from tests.routed_chat import RoutedChatModel
-from tests.test_planner import KeywordSearcher, agent_with, finding, number_any, reply, user_text
 
 
 @pytest.mark.parametrize(

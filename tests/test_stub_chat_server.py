@@ -29,7 +29,7 @@ from agent.runtime.chat_models import HoptreeChatOpenAI
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.test_planner import KeywordSearcher
+from tests.planner_scripts import KeywordSearcher
 
 ROOT = Path(__file__).resolve().parents[1]
 STUB = ROOT / "benchmarks" / "stub_chat_server.py"

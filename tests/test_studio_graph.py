@@ -22,7 +22,7 @@ from tests.test_mcp_cli import endpoint  # noqa: F401 (a fixture)
 from tests.test_mcp_server import QUESTION, index_dir  # noqa: F401 (index_dir is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-PLANNER_NODES = {"decompose", "search_sparse", "summarize", "verify", "answer"}
+PLANNER_NODES = {"decompose", "search_sparse", "findings", "verify", "answer"}
 
 
 def named_factory(monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -104,7 +104,7 @@ async def test_the_graph_answers_and_streams_the_planners_steps(
     ]
     assert final["degraded"] is False and final["llm_calls"] >= 3
     inner = [node for namespace, node in steps if namespace and namespace[0].startswith("planner")]
-    assert {"decompose", "search_sparse", "summarize", "answer"} <= set(inner)
+    assert {"decompose", "search_sparse", "findings", "answer"} <= set(inner)
 
 
 async def test_the_index_can_come_from_the_runs_context(

@@ -112,7 +112,7 @@ def test_trace_page_grows_the_plan_and_opens_citations(page) -> None:
             q1_sparse.locator('.attempt[data-op="rewrite"] .attempt[data-op="extend"]')
         ).to_contain_text("Paris")
         expect(q1_sparse.locator(".best")).to_have_count(1)
-        expect(page.locator(".summary")).to_have_count(2)
+        expect(page.locator(".finding")).to_have_count(2)
         expect(page.locator(".verdict.no")).to_contain_text("which river flows through Paris")
         expect(page.locator(".verdict.ok")).to_have_count(1)
         expect(page.locator("#stop")).to_be_hidden()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
+from agent.text_rules import NAME_CONNECTORS
 from searchers.text import (
     STOPWORDS,
     WORD,
@@ -103,8 +104,6 @@ _MONTHS = {
     "sep": 9, "sept": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12,
     "dec": 12,
 }  # fmt: skip
-# Lowercase words that may sit inside a name ("Corrosion of Conformity", "Ludwig van Beethoven").
-NAME_CONNECTORS = frozenset("of the de da del della der den van von la le du des di for".split())
 # Capitalised only because they open a sentence; STOPWORDS already covers "The", "It", "He".
 _STARTERS = frozenset(
     """according although another additionally afterwards already although before both

@@ -7,10 +7,11 @@ arithmetic, not reading: when the question offers two alternatives, says which w
 (first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
 that is a date or a number, the answer is computed. Anything less clear is left to the reader.
 
-The alternatives come from the question as written (``choices``: "Which band was formed first,
-Tinted Windows or Hanson?" offers "Tinted Windows" and "Hanson"); the answer step also maps its
-short answer onto one of them (``pick_choice``), because exact-match scoring punishes "the band"
-for "Hanson", and the other checks and the planner's shapes read ``choices`` too.
+The alternatives come from the question as written (``agent.text_rules.choices``: "Which band
+was formed first, Tinted Windows or Hanson?" offers "Tinted Windows" and "Hanson"); the answer
+step also maps its short answer onto one of them (``pick_choice``), because exact-match scoring
+punishes "the band" for "Hanson", and the other checks and the planner's shapes read
+``choices`` too.
 """
 
 from __future__ import annotations
@@ -19,182 +20,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.citations import NAME_CONNECTORS
-from searchers.text import fold, normalize_answer_folded
-
-# --- the alternatives a question offers -----------------------------------------------------
-
-_YES_NO_START = frozenset("is are was were do does did can could has have had".split())
-_QUESTION_WORDS = frozenset("which who whom whose what where when how why".split())
-_MAX_CHOICE_WORDS = 10
-
-
-def _capitalised(word: str) -> bool:
-    return word[:1].isupper() or word[:1].isdigit()
-
-
-def _capitalised_tail(text: str) -> str:
-    """The run of capitalised words (with name connectors) that ends ``text``: the first
-    alternative of a question written without a comma ("...started first Arthur's Magazine")."""
-    words = text.split()
-    start = len(words)
-    while start > 0:
-        word = words[start - 1]
-        inside = start < len(words) and fold(word) in NAME_CONNECTORS
-        if not (_capitalised(word) or inside):
-            break
-        start -= 1
-    while start < len(words) and fold(words[start]) in NAME_CONNECTORS:
-        start += 1
-    if start < len(words) and fold(words[start]) in _QUESTION_WORDS | _YES_NO_START:
-        return ""
-    return " ".join(words[start:])
-
-
-def _opens_yes_no(question: str) -> bool:
-    words = question.split()
-    return bool(words) and fold(words[0]).strip("\"'") in _YES_NO_START
-
-
-def asks_yes_no(question: str) -> bool:
-    """Does the question open like a yes/no question ("Are ...", "Did ...") and offer no
-    alternatives ("Was A or B born first?" asks for A or B)?"""
-    return _opens_yes_no(question) and not choices(question)
-
-
-def _capitalised_head(text: str, skip: int = 2) -> str:
-    """The run of capitalised words (with name connectors) that opens ``text``, after at most
-    ``skip`` lowercase words ("the band The Dear Hunter come from" -> "The Dear Hunter")."""
-    words = text.split()
-    start = 0
-    while start < min(skip, len(words)) and not _capitalised(words[start]):
-        start += 1
-    end = start
-    while end < len(words):
-        word = words[end].rstrip(",?")
-        inside = end > start and fold(word) in NAME_CONNECTORS
-        if not (_capitalised(word) or inside):
-            break
-        end += 1
-        if words[end - 1] != word:  # the name ends at its comma or question mark
-            break
-    while end > start and fold(words[end - 1].rstrip(",?")) in NAME_CONNECTORS:
-        end -= 1
-    if start < end and fold(words[start]) in _QUESTION_WORDS:
-        return ""
-    return " ".join(w.rstrip(",?") for w in words[start:end])
-
-
-def _named_pair(head: str, tail: str) -> list[str]:
-    """[A, B] when ``head`` ends in a name and ``tail`` opens with one, else []."""
-    pair = [_capitalised_tail(head), _capitalised_head(tail)]
-    if not all(pair) or any(len(name.split()) > _MAX_CHOICE_WORDS for name in pair):
-        return []
-    return pair
-
-
-# "Between A and B, who ...", "Among A and B who ...", "Of the players A and B, which ...",
-# "Who was born first out of A and B?": two names joined by "and" offered as the choice
-_AND_CUE = re.compile(r"^(?:in\s+)?(?:between|among|amongst|of)\s+", re.IGNORECASE)
-_AND_CUE_AFTER = re.compile(
-    r"\b(?:first|earlier|later|older|younger|oldest|youngest)\s+(?:out\s+of|among|between)\s+",
-    re.IGNORECASE,
-)
-_ASKS_WHICH = re.compile(r"\b(?:who|whom|which)\b", re.IGNORECASE)
-
-
-def _and_choices(text: str) -> list[str]:
-    """The two alternatives of a question that offers them joined by "and" (see the cues
-    above); a question that only names two things ("What sport do A and B play?") gives []."""
-    cue = _AND_CUE.match(text) or _AND_CUE_AFTER.search(text)
-    if cue is None or not _ASKS_WHICH.search(text):
-        return []
-    rest = text[cue.end() :]
-    joined = re.search(r"\s+and\s+", rest)
-    if joined is None:
-        return []
-    return _named_pair(rest[: joined.start()], rest[joined.end() :])
-
-
-def _yes_no_choices(text: str) -> list[str]:
-    """ "Was Pepper Keenan or Rob Parissi born first?": a question that opens like a yes/no one
-    and offers two names joined by one "or" (measured on HotpotQA and 2Wiki: 7 of the 8 such
-    questions of the shared files answer with a name). Lowercase alternatives ("known by
-    multiple names or nicknames?") and lists with commas stay yes/no questions."""
-    body = text.split(" ", 1)[1] if " " in text else ""
-    ors = list(re.finditer(r"\s+or\s+", body))
-    if len(ors) != 1 or "," in body[: ors[0].start()]:
-        return []
-    return _named_pair(body[: ors[0].start()], body[ors[0].end() :])
-
-
-def _closing_alternative(text: str) -> str:
-    """The last alternative: the text after the last "or", up to the question mark or to a
-    comma that opens the rest of the question. That comma comes before a lowercase word
-    ("Which band, A or B, had more members?", "A or B, the 1970 documentary?"); before a
-    capitalised one it is inside a title ("That Devil, Bateese", "McFarland, USA")."""
-    text = text.strip().rstrip("?").rstrip()
-    for comma in re.finditer(r",\s+", text):
-        if text[comma.end() :][:1].islower():
-            return text[: comma.start()].strip()
-    return text
-
-
-# Where the question's own words end and its alternatives begin: the first comma or colon
-# after the question word that is followed by a name (capitalised, a digit, a quote, or an
-# article before one). "Which film was released earlier, Yohan: The Child Wanderer or ...":
-# the comma, not the title's colon; "In Tulsa, Oklahoma, which band ..., A or B?": not the
-# comma before "Oklahoma".
-_OPENING_END = re.compile(r"[,:]\s*")
-_QUESTION_WORD = re.compile(r"\b(?:which|who|whom|whose|what)\b", re.IGNORECASE)
-
-
-def _opening_end(head: str) -> int | None:
-    asked = _QUESTION_WORD.search(head)
-    start = asked.end() if asked else 1
-    for found in _OPENING_END.finditer(head, start):
-        rest = head[found.end() :]
-        if not rest[:1].isalpha() or rest[:1].isupper() or re.match(r"(?:the|a|an)\s+\S", rest):
-            return found.end()
-    return None
-
-
-def choices(question: str) -> list[str]:
-    """The alternatives a comparison question offers, as written: "Which band was formed first,
-    Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]; so do "Was Tinted Windows or
-    Hanson formed first?" and "Between Tinted Windows and Hanson, which was formed first?".
-    Yes/no questions ("Are X and Y both ...?") and questions without such a pattern give []."""
-    text = " ".join(question.split())
-    if not text:
-        return []
-    if _opens_yes_no(text):
-        return _yes_no_choices(text)
-    match = list(re.finditer(r"\s+or\s+", text))
-    if not match:
-        return _and_choices(text)
-    last_or = match[-1]
-    after = _closing_alternative(text[last_or.end() :])
-    before = text[: last_or.start()].rstrip()
-    serial = before.endswith(",")  # "A, B, or C": a list
-    head = before.rstrip(",")
-    opened = _opening_end(head)
-    if opened is None:
-        pieces = [_capitalised_tail(head)]
-    elif serial:
-        pieces = head[opened:].split(",")
-    else:
-        # Without a serial comma a comma belongs to a title: measured on the shared files, 9
-        # questions offer a title with a comma ("That Devil, Bateese", "University of
-        # California, Berkeley", "Heads I Win, Tails You Lose") and none a list "A, B or C".
-        pieces = [head[opened:]]
-    alternatives = [*(p for piece in pieces for p in re.split(r"\s+or\s+", piece)), after]
-    alternatives = [re.sub(r"^(?:either|or)\s+", "", a.strip(), flags=re.I) for a in alternatives]
-    alternatives = [a.strip(" \"'") for a in alternatives]
-    if len(alternatives) < 2 or not all(alternatives):
-        return []
-    if any(len(a.split()) > _MAX_CHOICE_WORDS for a in alternatives):
-        return []
-    return alternatives
+# the question's alternatives live with the text rules the planner shares; re-exported here
+from agent.text_rules import asks_yes_no as asks_yes_no
+from agent.text_rules import choices as choices
+from searchers.text import normalize_answer_folded
 
 
 def _contains(outer: str, inner: str) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.checks.comparison import choices
+from agent.text_rules import choices
 from searchers.text import STOPWORDS, WORD, fold, key_terms, normalize_answer_folded, stem
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.comparison import Comparison, asks_yes_no, choices, pick_choice, resolve
+from agent.checks.comparison import Comparison, pick_choice, resolve
 from agent.checks.evidence import Finding
+from agent.text_rules import asks_yes_no, choices
 
 
 @dataclass(frozen=True)

@@ -3,40 +3,36 @@ with the findings as notes (a plan that did not resolve reads one-call RAG's pas
 notes). The short answer is then grounded in a passage, moved along a
 planned chain past a bridge entity, or computed for an "A or B?" comparison
 (``agent.checks.short_answer``), every cited sentence is checked against its passages, and each
-cited passage becomes a ``Citation``; none of that costs a call."""
+cited passage becomes a ``Citation``; none of that costs a call.
+
+How the plan is answered is chosen once, from its status (``choose_mode``): a resolved plan
+reads its findings' passages with notes and follows its chain; an open one is read as one-call
+RAG reads the question, or from its hops, or along its chain; with the findings step ablated
+the fused passages are all there is. The steps after that only read the chosen ``AnswerMode``."""
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import Hop, open_end
-from agent.checks.citations import SourceText, check_citations
+from agent.checks.chains import open_end
+from agent.checks.citations import CitationCheck, SourceText, check_citations
 from agent.checks.evidence import Finding, select_evidence
-from agent.checks.short_answer import settle_short_answer
-from agent.planner.queries import (
-    QUESTION_SEARCH_ID,
-    active_queries,
-    answer_of,
-    names_nothing,
-    unanswered_queries,
-)
-from agent.planner.state import (
-    PlannerRun,
-    PlannerState,
-)
+from agent.checks.short_answer import ShortAnswer, settle_short_answer
+from agent.planner.plan import Plan
+from agent.planner.queries import names_nothing
+from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.trace import emit
-from agent.results import Citation, shown_source
+from agent.results import Citation, ShownSource, shown_source
 from agent.settings import PlannerSettings
-from searchers.fusion import fuse_results
-from searchers.passages import Hit, focus_text
+from searchers.passages import HitRecord, focus_text
 from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
-from searchers.searcher import SearchResult
 from searchers.structured_calls import Reply, ask
 from searchers.verification import contains_span
 
@@ -54,69 +50,25 @@ class AgentRunError(RuntimeError):
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
-
-def supported_findings(state: PlannerState) -> list[Finding]:
-    """The findings the answer step may lean on, in query order."""
-    summaries = state.get("summaries", {})
-    out = []
-    for sub in active_queries(state):
-        summary = summaries[sub["id"]]
-        if summary.get("supported"):
-            out.append(Finding(sub["query"], summary["summary"], tuple(summary["sources"])))
-    return out
-
-
-def _focus(state: PlannerState) -> str:
-    """What the answer step's passages are trimmed around: the question and its queries."""
-    queries = " ".join(q["query"] for q in state.get("sub_queries", {}).values())
-    return f"{state['question']} {queries}"
-
-
 MIN_RESOLVED_SOURCES = 2
 HOP_PASSAGES = 2  # per searched query, in plan order, when an open plan reads its chain
 # the open-plan answers read by one-call RAG's reader (``searchers/reader.py``)
 READER_ANSWERS = ("one_call", "findings_first")
 
 
-def resolved(state: PlannerState) -> bool:
-    """Every searched query has a supported finding (its own or a follow-up's)."""
-    summaries = state.get("summaries", {})
-    return bool(summaries) and not unanswered_queries(state) and not state.get("waiting")
-
-
-def nameless_queries(state: PlannerState) -> list[str]:
+def nameless_queries(plan: Plan) -> list[str]:
     """The searched queries that name nothing (``queries.names_nothing``). A plan holding one
     is answered as an open plan (``PlannerSettings.nameless_open``): measured on v4's HotpotQA
     report rows, the 16 plans with such a query that resolved scored 31 F1 where one-call RAG
     scored 46-48 on the same questions, while the 29 resolved plans without one scored 48
     against 28-33 ("year of overlap" found "2010"; "named after" found a name unrelated to the
     chain and became the short answer)."""
-    question = state["question"]
-    return [sub["query"] for sub in active_queries(state) if names_nothing(sub["query"], question)]
-
-
-def _whole(state: PlannerState) -> bool:
-    """Does the plan cover the question? A question of one fact is covered by one query; a
-    chain or a comparison needs two or more. Measured on MuSiQue: a 4-hop question planned as
-    one query "resolved" on a wrong first step, and its two passages held no answer; such a
-    plan keeps the wider context."""
-    return state.get("shape") == "single" or len(active_queries(state)) >= 2
-
-
-def _question_hits(state: PlannerState, k: int) -> list[Hit]:
-    """The question's own as-written retrieval (``queries.question_sends``), fused: one-call
-    RAG's passages."""
-    records = [
-        SearchResult.from_json(r)
-        for key, r in (state.get("searches") or {}).items()
-        if key.split("|", 1)[0] == QUESTION_SEARCH_ID
-    ]
-    return fuse_results(records, k=k) if records else []
+    return [sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question)]
 
 
 def _answer_sources(
-    state: PlannerState, limit: int, *, narrow: bool, k: int, question_first: int = 0
-) -> list[dict[str, Any]]:
+    plan: Plan, limit: int, *, narrow: bool, k: int, question_first: int = 0
+) -> list[HitRecord]:
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
@@ -133,29 +85,29 @@ def _answer_sources(
     ``question_first`` (``PlannerSettings.question_hits_first``) adds the question's own first
     hits: after a resolved plan's findings' passages (up to ``limit``), ahead of an open plan's
     hop passages."""
-    passages = dict(state.get("passages", {}))
-    ranked = [state.get("fused", {}).get(qid, []) for qid in state.get("sub_queries", {})]
-    findings = supported_findings(state)
-    question_hits = _question_hits(state, k)
+    passages = dict(plan.passages)
+    ranked = plan.ranked()
+    findings = plan.supported_findings()
+    question_hits = plan.question_hits(k)
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
     asked = [h.id for h in question_hits[:question_first]]
     if narrow and findings:
         first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
         narrowed = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
-        ids = select_evidence(state["question"], findings, ranked, passages, narrowed)
+        ids = select_evidence(plan.question, findings, ranked, passages, narrowed)
         ids = list(dict.fromkeys([*ids, *asked]))[:limit]
         return [passages[pid] for pid in ids]
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
     chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
     hops = chain if findings else []
     lead = list(dict.fromkeys([*asked, *hops, *(h.id for h in question_hits)]))[:limit]
-    rest = select_evidence(state["question"], findings, ranked, passages, limit)
+    rest = select_evidence(plan.question, findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
 
 
-def _reader_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str, Any]] | None:
+def _reader_sources(plan: Plan, cfg: PlannerSettings) -> list[HitRecord] | None:
     """An open plan's passages when one-call RAG's reader answers it: the question's own first
     hits (``open_plan_answer="one_call"``: one-call RAG's context), led under
     ``"findings_first"`` by the passage that supports each supported finding, in plan order
@@ -164,12 +116,12 @@ def _reader_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str,
     not searched as written (the plan's own passages are all there is)."""
     if cfg.open_plan_answer not in READER_ANSWERS or not cfg.question_search:
         return None
-    hits = _question_hits(state, cfg.k)
+    hits = plan.question_hits(cfg.k)
     shown = {hit.id: hit.to_json() for hit in hits}
     lead: list[str] = []
     if cfg.open_plan_answer == "findings_first":
-        known = state.get("passages", {})
-        for finding in supported_findings(state):
+        known = plan.passages
+        for finding in plan.supported_findings():
             pid = next((p for p in finding.sources if p in known or p in shown), None)
             if pid is not None:
                 lead.append(pid)
@@ -179,41 +131,77 @@ def _reader_sources(state: PlannerState, cfg: PlannerSettings) -> list[dict[str,
     return [shown[pid] for pid in ids] or None
 
 
-def _hops(state: PlannerState) -> list[Hop]:
-    """Every searched query as a link of its chain (``agent.checks.chains``)."""
-    summaries = state.get("summaries", {})
-    return [
-        Hop(
-            id=qid,
-            needs=tuple(sub.get("needs") or ()),
-            replaces=sub.get("replaces"),
-            answer=summaries[qid]["summary"] if summaries[qid].get("supported") else None,
-            superseded=bool(summaries[qid].get("superseded_by")),
-        )
-        for qid, sub in state.get("sub_queries", {}).items()
-        if qid in summaries
-    ]
-
-
-def open_step(state: PlannerState) -> str | None:
+def open_step(plan: Plan) -> str | None:
     """The chain's last query, as it asks for what is still missing, when every earlier hop
     has a supported finding and the last has none (``agent.checks.chains.open_end``). A hop
     that resolved only after the last query was sent left its words in brackets there
     ("spouse of (actor who voices Batman)"); they are replaced by its finding. A plan with
     hops never searched (held back behind a hop that found nothing) has no such step: its last
     searched query is not the chain's last."""
-    if state.get("waiting"):
+    if plan.waiting:
         return None
-    end = open_end(_hops(state))
+    end = open_end(plan.hops())
     if end is None:
         return None
-    subs = state.get("sub_queries", {})
+    subs = plan.sub_queries
     query = subs[end.id]["query"]
     for need in end.needs:
-        found = answer_of(need, state)
+        found = plan.answer_of(need)
         if found and need in subs:
             query = query.replace(f"({subs[need]['query']})", found)
     return query
+
+
+@dataclass(frozen=True)
+class AnswerMode:
+    """How one plan is answered, chosen once from its status (``choose_mode``).
+
+    ``name``: "resolved" (every query answered: its findings' passages, notes, the chain
+    followed), "chain" (an open plan read along its chain, notes and all), "hops" (an open
+    plan's hop passages, no notes), "one_call" / "findings_first" (an open plan read as
+    one-call RAG reads the question, ``reader``), "passages" (the findings step ablated).
+    ``planned``: the answer reads the findings as notes and follows the chain."""
+
+    name: str
+    sources: list[HitRecord]
+    focus: str  # what the shown passages are trimmed around
+    planned: bool
+    reader: bool = False
+    resolved: bool = False  # the plan resolved (``citation_check.plan_resolved``)
+    unplanned: bool = False  # an open plan answered without its findings (``answered_as``)
+    nameless: tuple[str, ...] = ()  # queries naming nothing in a plan that found everything
+
+
+def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
+    """The answer's mode from the plan's status and the settings: a plan resolves when every
+    query found something and none names nothing (``nameless_open``); an open plan is read as
+    ``open_plan_answer`` says, as one-call RAG when the question was searched as written."""
+    if not cfg.summarize:  # LevelRAG's no-summarize ablation: no findings, no chain
+        return AnswerMode("passages", _fused_sources(plan, cfg, narrow=False), plan.focus(), False)
+    nameless = nameless_queries(plan) if cfg.nameless_open else []
+    complete = plan.resolved()  # every query found something
+    shown_nameless = tuple(nameless) if complete else ()
+    if complete and not nameless:
+        narrow = cfg.narrow_resolved and plan.whole()
+        sources = _fused_sources(plan, cfg, narrow=narrow)
+        return AnswerMode("resolved", sources, plan.focus(), True, resolved=True)
+    read = _reader_sources(plan, cfg)
+    if read:
+        mode = cfg.open_plan_answer
+        return AnswerMode(
+            mode, read, plan.question, False, reader=True, unplanned=True, nameless=shown_nameless
+        )
+    sources = _fused_sources(plan, cfg, narrow=False)
+    if cfg.open_plan_answer == "hops":
+        return AnswerMode(
+            "hops", sources, plan.focus(), False, unplanned=True, nameless=shown_nameless
+        )
+    return AnswerMode("chain", sources, plan.focus(), True, nameless=shown_nameless)
+
+
+def _fused_sources(plan: Plan, cfg: PlannerSettings, *, narrow: bool) -> list[HitRecord]:
+    first = cfg.question_hits_first if cfg.question_search else 0
+    return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k, question_first=first)
 
 
 def _open_step_text(step: str | None) -> str:
@@ -263,109 +251,96 @@ def _extract_without_model(question: str, texts: list[SourceText]) -> tuple[str,
     return "", f"{sentence} [{number}]"
 
 
-async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
-    run = runtime.context
-    cfg = run.planner
-    started = time.monotonic()
-    nameless = nameless_queries(state) if cfg.summarize and cfg.nameless_open else []
-    complete = cfg.summarize and resolved(state)  # every query found something
-    plan_resolved = complete and not nameless
-    open_plan = cfg.summarize and not plan_resolved
-    fallback = _reader_sources(state, cfg) if open_plan else None
-    sources = fallback or _answer_sources(
-        state,
-        cfg.answer_sources,
-        narrow=plan_resolved and cfg.narrow_resolved and _whole(state),
-        k=cfg.k,
-        question_first=cfg.question_hits_first if cfg.question_search else 0,
-    )
-    # an open plan answered as one-call RAG (or from its hops alone) reads no notes and follows
-    # no chain: its findings are the ones that did not add up to an answer
-    unplanned = open_plan and (bool(fallback) or cfg.open_plan_answer == "hops")
-    planned = cfg.summarize and not unplanned
-    # one-call RAG trims its passages around the question alone
-    focus = state["question"] if fallback else _focus(state)
-    # each passage as the prompt shows it, trimmed around the question: what the citation
-    # check reads and what the result reports as shown
-    shown = [
-        shown_source(hit, n, focus_text(hit["text"], cfg.passage_chars, focus))
-        for n, hit in enumerate(sources, start=1)
-    ]
-    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
+@dataclass(frozen=True)
+class Written:
+    """The answer as first written: by the model, or without it when its call failed."""
+
+    short: str
+    long: str
+    errors: list[str]
+
+
+async def _write(
+    run: PlannerRun, plan: Plan, mode: AnswerMode, texts: list[SourceText], step: str | None
+) -> Reply[FinalAnswer] | Reply[ReaderReply]:
+    """The answer's one reserved call (``PlannerRun.answer_scope``: beyond what the rounds
+    could spend). An open plan read as one-call RAG reads as one-call RAG does: its reader
+    writes the short answer alone."""
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
-    findings = supported_findings(state)
-    step = open_step(state) if planned else None
-    # The answer is the point of the run: it has one call of its own, beyond what the rounds
-    # could spend (their scope stops one short of max_llm_calls; ``PlannerRun.answer_scope``).
-    # An open plan answered as one-call RAG reads as one-call RAG does: its reader writes the
-    # short answer alone, and the long answer is the shown sentence that holds it.
-    reply: Reply[FinalAnswer] | Reply[ReaderReply]
-    if fallback:
-        reply = await read_short_answer(
-            run.chat, state["question"], passages_text, scope=run.answer_scope(), step="answer"
+    if mode.reader:
+        return await read_short_answer(
+            run.chat, plan.question, passages_text, scope=run.answer_scope(), step="answer"
         )
-    else:
-        reply = await ask(
-            run.chat,
-            FinalAnswer,
-            prompts.render(
-                "answer",
-                question=state["question"],
-                notes=_notes(findings) if planned else "(none)",
-                open_step=_open_step_text(step),
-                passages=passages_text or "(no passages were found)",
-            ),
-            scope=run.answer_scope(),
-            step="answer",
-            max_tokens=ANSWER_MAX_TOKENS,
-        )
-    errors: list[str] = []
-    shown_texts = [(t.n, t.text) for t in texts]
-    if isinstance(reply.value, ReaderReply):
-        raw_short = " ".join(reply.value.answer.split())[:300]
-        raw_long = holding_sentence(raw_short, shown_texts, state["question"]) or ""
-    elif reply.value is not None:
-        raw_short = " ".join(reply.value.short_answer.split())[:300]
-        raw_long = " ".join(reply.value.answer.split())[:2000]
-    else:
-        fallback = _without_model(findings, sources)
-        how = "answered from the findings without the model"
-        if fallback is None and reply.timed_out:
-            fallback = _extract_without_model(state["question"], texts)
-            how = "cited the likeliest sentence without the model, no short answer"
-        if fallback is None:
-            raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
-        raw_short, raw_long = fallback
-        errors.append(f"{reply.error}; {how}")
-    settled = settle_short_answer(
-        raw_short,
-        raw_long,
-        texts,
-        state["question"],
-        _hops(state) if planned else [],
-        findings,
-        follow_chain=planned and cfg.chain_answer,
+    return await ask(
+        run.chat,
+        FinalAnswer,
+        prompts.render(
+            "answer",
+            question=plan.question,
+            notes=_notes(plan.supported_findings()) if mode.planned else "(none)",
+            open_step=_open_step_text(step),
+            passages=passages_text or "(no passages were found)",
+        ),
+        scope=run.answer_scope(),
+        step="answer",
+        max_tokens=ANSWER_MAX_TOKENS,
     )
-    short, grounded = settled.text, settled.grounded
-    if isinstance(reply.value, ReaderReply) and short != raw_short:
-        raw_long = holding_sentence(short, shown_texts, state["question"]) or ""
-    check = check_citations(raw_long, texts, state["question"])
-    text = check.answer
-    if not text and short:
-        # every sentence failed the check: the short answer, cited where it occurs
-        holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
-        text = f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
-    cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
-    citations = [Citation.of(sources[n - 1], n) for n in cited]
+
+
+def _written(
+    reply: Reply[FinalAnswer] | Reply[ReaderReply],
+    plan: Plan,
+    mode: AnswerMode,
+    texts: list[SourceText],
+) -> Written:
+    """The reply as (short, long) text; a failed call leaves an answer from the findings, or
+    the likeliest sentence when it timed out before any finding, or raises ``AgentRunError``.
+    The reader's long answer is the shown sentence that holds its short answer."""
+    if isinstance(reply.value, ReaderReply):
+        short = " ".join(reply.value.answer.split())[:300]
+        shown = [(t.n, t.text) for t in texts]
+        return Written(short, holding_sentence(short, shown, plan.question) or "", [])
+    if reply.value is not None:
+        short = " ".join(reply.value.short_answer.split())[:300]
+        return Written(short, " ".join(reply.value.answer.split())[:2000], [])
+    fallback = _without_model(plan.supported_findings(), mode.sources)
+    how = "answered from the findings without the model"
+    if fallback is None and reply.timed_out:
+        fallback = _extract_without_model(plan.question, texts)
+        how = "cited the likeliest sentence without the model, no short answer"
+    if fallback is None:
+        raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
+    return Written(fallback[0], fallback[1], [f"{reply.error}; {how}"])
+
+
+def _cited_text(
+    check: CitationCheck, short: str, texts: list[SourceText], *, grounded: bool
+) -> str:
+    """The checked answer; when every sentence failed the check, the short answer, cited
+    where it occurs."""
+    if check.answer or not short:
+        return check.answer
+    holder = [t.n for t in texts if grounded and contains_span(short, f"{t.title} {t.text}")]
+    return f"{short}" + (f" [{holder[0]}]" if holder else "") + "."
+
+
+def _report(
+    check: CitationCheck,
+    settled: ShortAnswer,
+    mode: AnswerMode,
+    step: str | None,
+    written: str,
+) -> dict[str, Any]:
+    """The answer's checks as the result reports them (``citation_check``; keys in order)."""
     report = {
         **check.to_json(),
-        "short_answer_grounded": grounded,
-        "plan_resolved": plan_resolved,
+        "short_answer_grounded": settled.grounded,
+        "plan_resolved": mode.resolved,
     }
-    if unplanned:
-        report["answered_as"] = cfg.open_plan_answer if fallback else "hops"
-    if nameless and complete:
-        report["nameless_queries"] = nameless
+    if mode.unplanned:
+        report["answered_as"] = mode.name
+    if mode.nameless:
+        report["nameless_queries"] = list(mode.nameless)
     if settled.chain_end is not None:
         report["chain_end"] = settled.chain_end
     if settled.comparison is not None:
@@ -374,13 +349,54 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         report["open_step"] = step
     if settled.last_hop is not None:
         report["last_hop"] = settled.last_hop
-    if raw_short != short:
-        report["short_answer_written"] = raw_short
+    if written != settled.text:
+        report["short_answer_written"] = written
+    return report
+
+
+def _shown(mode: AnswerMode, chars: int) -> list[ShownSource]:
+    """Each passage as the prompt shows it, trimmed around the mode's focus: what the citation
+    check reads and what the result reports as shown."""
+    return [
+        shown_source(hit, n, focus_text(hit["text"], chars, mode.focus))
+        for n, hit in enumerate(mode.sources, start=1)
+    ]
+
+
+async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    """Write the answer as the plan's mode says, then settle and check it (no call)."""
+    run = runtime.context
+    started = time.monotonic()
+    plan = Plan.from_json(state)
+    mode = choose_mode(plan, run.planner)
+    shown = _shown(mode, run.planner.passage_chars)
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
+    step = open_step(plan) if mode.planned else None
+    reply = await _write(run, plan, mode, texts, step)
+    written = _written(reply, plan, mode, texts)
+    settled = settle_short_answer(
+        written.short,
+        written.long,
+        texts,
+        plan.question,
+        plan.hops() if mode.planned else [],
+        plan.supported_findings(),
+        follow_chain=mode.planned and run.planner.chain_answer,
+    )
+    long = written.long
+    if isinstance(reply.value, ReaderReply) and settled.text != written.short:
+        long = holding_sentence(settled.text, [(t.n, t.text) for t in texts], plan.question) or ""
+    check = check_citations(long, texts, plan.question)
+    text = _cited_text(check, settled.text, texts, grounded=settled.grounded)
+    sources = mode.sources
+    cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
+    citations = [Citation.of(sources[n - 1], n) for n in cited]
+    report = _report(check, settled, mode, step, written.short)
     emit(
         runtime,
         "answer",
         {
-            "short_answer": short,
+            "short_answer": settled.text,
             "answer": text,
             "citations": [c.id for c in citations],
             "sources": [s["id"] for s in sources],
@@ -389,10 +405,10 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         state.get("round", 1),
         (time.monotonic() - started) * 1000,
     )
-    turn = {"question": state["question"], "short_answer": short}
+    turn = {"question": plan.question, "short_answer": settled.text}
     return {
-        "errors": errors,
-        "short_answer": short,
+        "errors": written.errors,
+        "short_answer": settled.text,
         "answer": text,
         "citations": [c.to_json() for c in citations],
         "sources": shown,

@@ -1,14 +1,14 @@
 """The ``decompose`` node: one call plans the atomic queries (a family relation with one
 reading is planned by rule, ``agent.planner.relations``); dependent ones wait for the answers
-they need (``#1``), independent ones go out at once, one ``Send`` per searcher."""
+they need (``#1``), independent ones go out at once, one ``Send`` per searcher
+(``agent.planner.routing``)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 import prompts
@@ -18,17 +18,11 @@ from agent.planner.queries import (
     conversation_text,
     kept_queries,
     plan_sub_queries,
-    question_sends,
-    sends,
-    spelled_out,
+    spell_out,
 )
 from agent.planner.relations import relation_plan
 from agent.planner.shapes import Shape, plan_examples, question_shape
-from agent.planner.state import (
-    PlannerRun,
-    PlannerState,
-    query_key,
-)
+from agent.planner.state import PlannerRun, PlannerState, SubQuery
 from agent.planner.trace import emit, sub_report
 from searchers.searcher import BudgetExceeded
 from searchers.structured_calls import ask
@@ -65,9 +59,31 @@ async def _plan(
     return [], [f"decompose: {reply.error}; searching the question as is"]
 
 
-async def decompose(
-    state: PlannerState, runtime: Runtime[PlannerRun]
-) -> Command[Literal["answer"]]:
+def _planned_queries(
+    raw: list[str], question: str, limit: int, *, by_rule: bool
+) -> list[tuple[str, str]]:
+    """The (query, key) pairs kept of a plan: a relation's plan as defined (no filter meant
+    for a model's copies: "mother of #1" is not a word of "maternal grandmother", and is
+    right), a model's cleaned and on the question's topic."""
+    return clean_queries(raw, set(), limit) if by_rule else kept_queries(raw, question, limit)
+
+
+def _hops_wait(pairs: list[tuple[str, str]]) -> tuple[list[SubQuery], list[SubQuery]]:
+    """(ready, waiting): the first round's queries, and the hops that wait for an answer."""
+    return plan_sub_queries(pairs, 0, "decompose")
+
+
+def _all_at_once(pairs: list[tuple[str, str]]) -> tuple[list[SubQuery], list[SubQuery]]:
+    """The findings step ablated (LevelRAG's no-summarize): there are no answers to fill in,
+    so every query goes out now, its ``#n`` spelled out with the words of the query it
+    names."""
+    ready, waiting = plan_sub_queries(pairs, 0, "decompose")
+    planned = {q["id"]: q for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))}
+    return [spell_out(q, planned) for q in planned.values()], []
+
+
+async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    """Plan the question's atomic queries; where they go is ``routing.after_decompose``."""
     run = runtime.context
     started = time.monotonic()
     question = state["question"]
@@ -83,29 +99,20 @@ async def decompose(
         0.0,
     )
     limit = min(MAX_QUERIES_PER_CALL, run.budgets.max_sub_queries)
-    errors: list[str] = []
-    raw: list[str] = []
     shape = question_shape(question)
     planning = run.planner.decompose
     by_rule = relation_plan(question) if planning and run.planner.relation_plans else None
-    if by_rule:
-        # the relation's definition is the plan: no call, and no filter meant for a model's
-        # copies ("mother of #1" is not a word of "maternal grandmother", and is right)
-        raw = by_rule
-        pairs = clean_queries(raw, set(), limit)
-    else:
-        if planning:
-            raw, errors = await _plan(runtime, state, limit, shape)
-        pairs = kept_queries(raw, question, limit)
+    errors: list[str] = []
+    raw: list[str] = by_rule or []
+    if planning and not by_rule:
+        raw, errors = await _plan(runtime, state, limit, shape)
+    pairs = _planned_queries(raw, question, limit, by_rule=bool(by_rule))
     kept = {q for q, _ in pairs}
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
-    pairs = pairs or clean_queries([question], set(), 1)
-    ready, waiting = plan_sub_queries(pairs, 0, "decompose")
-    if not run.planner.summarize:
-        # no findings, so no answers to fill in: every query goes out now, #n spelled out
-        planned = {q["id"]: q for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))}
-        ready, waiting = [spelled_out(q, planned) for q in planned.values()], []
+    pairs = pairs or clean_queries([question], set(), 1)  # nothing kept: the question itself
+    schedule = _hops_wait if run.planner.summarize else _all_at_once
+    ready, waiting = schedule(pairs)
     for sub in ready:
         sub["round"] = 1
     emit(
@@ -122,7 +129,7 @@ async def decompose(
         1,
         (time.monotonic() - started) * 1000,
     )
-    update: dict[str, Any] = {
+    return {
         "round": 1,
         "shape": shape,
         "sub_queries": {q["id"]: q for q in ready + waiting},
@@ -130,10 +137,3 @@ async def decompose(
         "waiting": [q["id"] for q in waiting],
         "errors": errors,
     }
-    planned_question = [q["key"] for q in ready + waiting] == [query_key(question)]
-    extra = (
-        question_sends(question, run)
-        if run.planner.question_search and ready and not planned_question
-        else []
-    )
-    return Command(goto=[*sends(ready, run), *extra] or "answer", update=update)

@@ -1,4 +1,4 @@
-"""The ``summarize`` node: one call per round copies each query's answer span out of its
+"""The ``findings`` node: one call per round copies each query's answer span out of its
 passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
 counts only when a passage about the query's subject holds it
 (``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked again."""
@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.checks.evidence import support
+from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL
 from agent.planner.state import (
     FindingRecord,
@@ -23,16 +24,19 @@ from agent.planner.state import (
     SubQuery,
 )
 from agent.planner.trace import emit
-from searchers.fusion import fuse_results
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import ReaderReply, read_short_answer
-from searchers.searcher import BudgetExceeded, RunScope, SearchResult
+from searchers.searcher import BudgetExceeded, RunScope
 from searchers.structured_calls import Reply, ask
 
 MAX_FINDING_CHARS = 200
 
 
 FINDINGS_MAX_TOKENS = 200
+
+# The findings calls' usage step (``hoptree_step``): LevelRAG's word, kept because eval rows'
+# ``steps``, ``AskResult.usage_by_step`` and the planner profiles are keyed by it.
+FINDINGS_STEP = "summarize"
 
 
 class QueryFinding(BaseModel):
@@ -71,12 +75,12 @@ def _findings_prompt(
 def _record(
     sub: SubQuery, span: str, sources: list[str], *, supported: bool, answered: bool, skipped: bool
 ) -> FindingRecord:
-    """A query's finding as state keeps it: ``summary`` is the span only when supported,
+    """A query's finding as state keeps it: ``finding`` is the span only when supported,
     ``proposed`` what the model said either way (the trace shows both)."""
     return {
         "id": sub["id"],
         "query": sub["query"],
-        "summary": span if supported else "",
+        "finding": span if supported else "",
         "proposed": span,
         "sources": sources,
         "answered": answered,
@@ -104,7 +108,7 @@ async def read_query(
     """One query read by one-call RAG's reader over its passages, windowed as the findings
     call windows them (``findings_call="reader"``; ``benchmarks/findings_prompt_ab.py``)."""
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
-    return await read_short_answer(chat, query, text, scope=scope, step="summarize")
+    return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
 
 
 async def _read_each(
@@ -148,67 +152,117 @@ async def _read_each(
     return replies, by_number, called
 
 
-async def summarize(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
-    """Fuse each of this round's queries' results and copy every answer span out of them in
-    one call; earlier rounds keep their findings unless a follow-up's replaces one."""
+def _findings_of(
+    subs: list[SubQuery],
+    shown: dict[str, list[Hit]],
+    replies: dict[int, QueryFinding],
+    by_number: dict[int, Hit],
+    *,
+    called: bool,
+) -> dict[str, FindingRecord]:
+    """Each query's finding from the replies to the queries that had passages to read (numbered
+    in that order); a query with no reply, or none asked, keeps an empty one."""
+    asked = [sub for sub in subs if shown[sub["id"]]]
+    findings: dict[str, FindingRecord] = {}
+    for sub in subs:
+        hits = shown[sub["id"]]
+        item = replies.get(asked.index(sub) + 1) if sub in asked else None
+        cited = [by_number[n] for n in (item.passages if item else []) if n in by_number]
+        answer = item.answer if item else ""
+        findings[sub["id"]] = _finding(sub, answer, cited, hits, skipped=not called)
+    return findings
+
+
+async def _call_findings(
+    run: PlannerRun, asked: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
+) -> tuple[dict[int, QueryFinding], dict[int, Hit], bool]:
+    """The findings call: every query of the round in one prompt, one reply per query."""
+    text, by_number = _findings_prompt(asked, shown, run.planner.passage_chars)
+    replies: dict[int, QueryFinding] = {}
+    try:
+        reply = await ask(
+            run.chat,
+            RoundFindings,
+            prompts.render("findings", queries=text),
+            scope=run.rounds,
+            step=FINDINGS_STEP,
+            max_tokens=FINDINGS_MAX_TOKENS,
+        )
+    except BudgetExceeded as exc:
+        errors.append(f"summarize skipped: {exc.reason}")
+        return replies, by_number, False
+    if reply.value:
+        for item in reply.value.findings:
+            replies.setdefault(item.query, item)
+    else:
+        errors.append(f"summarize: {reply.error}")
+    return replies, by_number, True
+
+
+async def _model_findings(
+    run: PlannerRun, subs: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
+) -> dict[str, FindingRecord]:
+    """The findings step as configured: one call for the round (``findings_call="batch"``) or
+    one reader call per query (``"reader"``), over the queries that have passages."""
+    asked = [sub for sub in subs if shown[sub["id"]]]
+    replies: dict[int, QueryFinding] = {}
+    by_number: dict[int, Hit] = {}
+    called = False
+    if asked and run.planner.findings_call == "reader":
+        replies, by_number, called = await _read_each(run, asked, shown, errors)
+    elif asked:
+        replies, by_number, called = await _call_findings(run, asked, shown, errors)
+    return _findings_of(subs, shown, replies, by_number, called=called)
+
+
+async def _passages_as_findings(
+    run: PlannerRun, subs: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
+) -> dict[str, FindingRecord]:
+    """The findings step ablated (``PlannerSettings.summarize`` off): no call, the passages are
+    the finding."""
+    return {
+        sub["id"]: _record(
+            sub,
+            "",
+            [h.id for h in shown[sub["id"]]],
+            supported=False,
+            answered=bool(shown[sub["id"]]),
+            skipped=True,
+        )
+        for sub in subs
+    }
+
+
+def _superseded(plan: Plan, subs: list[SubQuery], new: dict[str, FindingRecord]):
+    """The earlier findings a supported follow-up of this round replaces."""
+    replaced: dict[str, FindingRecord] = {}
+    for sub in subs:
+        old = sub.get("replaces")
+        if old and new[sub["id"]]["supported"] and old in plan.findings:
+            replaced[old] = {**plan.findings[old], "superseded_by": sub["id"]}
+    return replaced
+
+
+async def read_findings(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    """Fuse each of this round's queries' results (``Plan.fused_hits``) and copy every answer
+    span out of them; earlier rounds keep their findings unless a follow-up's replaces one."""
     run = runtime.context
     cfg = run.planner
     started = time.monotonic()
-    searches = state.get("searches", {})
-    subs = [state["sub_queries"][qid] for qid in state.get("pending", [])]
-    fused: dict[str, list[Hit]] = {}
-    for sub in subs:
-        records = [r for key, r in searches.items() if key.split("|", 1)[0] == sub["id"]]
-        fused[sub["id"]] = fuse_results([SearchResult.from_json(r) for r in records], k=cfg.k)
+    plan = Plan.from_json(state)
+    subs = [plan.sub_queries[qid] for qid in plan.pending]
+    fused = {sub["id"]: plan.fused_hits(sub["id"], cfg.k) for sub in subs}
     shown = {qid: hits[: cfg.summary_passages] for qid, hits in fused.items()}
     errors: list[str] = []
-    replies: dict[int, QueryFinding] = {}
-    asked = [sub for sub in subs if shown[sub["id"]]]
-    by_number: dict[int, Hit] = {}
-    called = False
-    if cfg.summarize and asked and cfg.findings_call == "reader":
-        replies, by_number, called = await _read_each(run, asked, shown, errors)
-    elif cfg.summarize and asked:
-        text, by_number = _findings_prompt(asked, shown, cfg.passage_chars)
-        try:
-            reply = await ask(
-                run.chat,
-                RoundFindings,
-                prompts.render("findings", queries=text),
-                scope=run.rounds,
-                step="summarize",
-                max_tokens=FINDINGS_MAX_TOKENS,
-            )
-            called = True
-            if reply.value:
-                for item in reply.value.findings:
-                    replies.setdefault(item.query, item)
-            else:
-                errors.append(f"summarize: {reply.error}")
-        except BudgetExceeded as exc:
-            errors.append(f"summarize skipped: {exc.reason}")
-    summaries: dict[str, FindingRecord] = {}
-    for sub in subs:
-        hits = shown[sub["id"]]
-        if not cfg.summarize:  # ablation: the passages are the finding
-            ids = [h.id for h in hits]
-            summary = _record(sub, "", ids, supported=False, answered=bool(hits), skipped=True)
-        else:
-            item = replies.get(asked.index(sub) + 1) if sub in asked else None
-            cited = [by_number[n] for n in (item.passages if item else []) if n in by_number]
-            summary = _finding(sub, item.answer if item else "", cited, hits, skipped=not called)
-        summaries[sub["id"]] = summary
-    # a supported follow-up replaces the finding of the query it asks again
-    for sub in subs:
-        old = sub.get("replaces")
-        if old and summaries[sub["id"]]["supported"] and old in state.get("summaries", {}):
-            summaries[old] = {**state["summaries"][old], "superseded_by": sub["id"]}
+    step = _model_findings if cfg.summarize else _passages_as_findings
+    findings = await step(run, subs, shown, errors)
+    findings.update(_superseded(plan, subs, findings))
     ms = (time.monotonic() - started) * 1000
     for sub in subs:
-        emit(runtime, "summarize", summaries[sub["id"]], sub["round"], ms / max(1, len(subs)))
+        emit(runtime, "finding", findings[sub["id"]], sub["round"], ms / max(1, len(subs)))
     passages = {h.id: h.to_json() for hits in fused.values() for h in hits}
     return {
-        "summaries": summaries,
+        "findings": findings,
         "fused": {qid: [h.id for h in hits] for qid, hits in fused.items()},
         "passages": passages,
         "errors": errors,

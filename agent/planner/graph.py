@@ -1,6 +1,6 @@
 """LevelRAG's high-level searcher as a LangGraph graph, built to read passages, not summaries.
 
-    decompose --Send per (atomic query, searcher)--> search_<name> --> summarize --> verify
+    decompose --Send per (atomic query, searcher)--> search_<name> --> findings --> verify
                                                        ^                                |
                                                        \\------------ Send -------------/
                                                                                        v
@@ -11,7 +11,7 @@
 - ``search``: every (query, searcher) pair runs in parallel, each searcher a compiled subgraph
   with its own refinement loop. Inside the planner a searcher first tries the query as written
   and spends LLM calls only when that fails the coverage check.
-- ``summarize`` (one call per round, all of the round's queries together) copies each query's
+- ``findings`` (one call per round, all of the round's queries together) copies each query's
   answer span out of its passages; a span that does not occur in them is "not found".
 - ``verify`` routes with no call while it can: queries waiting for an answer that is now known
   go out with it filled in; when every query has a supported finding the evidence suffices.
@@ -36,8 +36,9 @@ from langgraph.runtime import Runtime
 
 from agent.planner.answer import answer
 from agent.planner.decompose import decompose
-from agent.planner.findings import summarize
-from agent.planner.queries import search_node
+from agent.planner.findings import read_findings
+from agent.planner.plan import Plan, ResultKey
+from agent.planner.routing import after_decompose, after_verify, destinations, search_node
 from agent.planner.state import (
     PlannerRun,
     PlannerState,
@@ -93,29 +94,32 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     emit(runtime, "search", record, task["round"], result.ms)
     errors = [f"{name} on {query!r}: {result.error}"] if result.error else []
     return {
-        "searches": {f"{task['sub_query_id']}|{name}": record},
+        **Plan.search_update(ResultKey(task["sub_query_id"], name), record),
         "errors": errors,
     }
 
 
 def build_planner_graph(searchers: list[str], checkpointer: Any = None):
-    """The graph for these searchers: one search node per searcher name, so the compiled
-    graph (and its drawing) shows which searchers the planner fans out to."""
+    """The graph for these searchers: one search node per searcher name, and every edge the
+    run can take declared here (the routing steps with their destinations, ``routing``), so
+    the compiled graph and its drawing show the real flow."""
     graph = StateGraph(PlannerState, context_schema=PlannerRun)
     graph.add_node("decompose", decompose)
     for name in searchers:
         graph.add_node(search_node(name), search)
-        graph.add_edge(search_node(name), "summarize")
-    graph.add_node("summarize", summarize)
+        graph.add_edge(search_node(name), "findings")
+    graph.add_node("findings", read_findings)
     graph.add_node("verify", verify)
     graph.add_node("answer", answer)
     graph.add_edge(START, "decompose")
-    graph.add_edge("summarize", "verify")
+    graph.add_conditional_edges("decompose", after_decompose, destinations(searchers))
+    graph.add_edge("findings", "verify")
+    graph.add_conditional_edges("verify", after_verify, destinations(searchers))
     graph.add_edge("answer", END)
     return graph.compile(name="planner", checkpointer=checkpointer)
 
 
 def recursion_limit(max_rounds: int) -> int:
-    """Supersteps per round: search, summarize, verify; plus decompose and answer, and the
-    rounds planned hops may run past ``max_rounds`` (``planner_verify.HOP_EXTRA_ROUNDS``)."""
+    """Supersteps per round: search, findings, verify; plus decompose and answer, and the
+    rounds planned hops may run past ``max_rounds`` (``verify.HOP_EXTRA_ROUNDS``)."""
     return 3 * (max_rounds + HOP_EXTRA_ROUNDS) + 10

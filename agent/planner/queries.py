@@ -1,23 +1,17 @@
-"""The planner's atomic queries: cleaning what the model planned, dropping copied patterns,
-turning repeated text into ``#n`` references, and reading which queries are active, open or
-ready to go out. Shared by the decompose and verify nodes; no LLM call here."""
+"""The planner's atomic queries as text: cleaning what the model planned, dropping copied
+patterns, turning repeated text into ``#n`` references and filling answers into them. Shared by
+the decompose and verify nodes; no LLM call here. Which queries are open, answered or ready is
+the plan's to say (``agent.planner.plan``), where they go the router's
+(``agent.planner.routing``)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
-from langgraph.types import Send
-
-from agent.checks.citations import NAME_CONNECTORS
-from agent.checks.comparison import choices
 from agent.planner.shapes import copies_an_example
-from agent.planner.state import (
-    PlannerRun,
-    PlannerState,
-    SearchTask,
-    SubQuery,
-    query_key,
-)
+from agent.planner.state import SubQuery, query_key
+from agent.text_rules import NAME_CONNECTORS, choices
 from searchers.text import fold
 
 MAX_QUERIES_PER_CALL = 6
@@ -275,38 +269,6 @@ def drop_dangling(query: str, valid: set[int]) -> str:
     return REF.sub(lambda m: m.group(0) if int(m.group(1)) in valid else "", query)
 
 
-QUESTION_SEARCH_ID = "q0"
-
-
-def question_sends(question: str, run: PlannerRun) -> list[Send]:
-    """The question itself, searched as written by every searcher with no LLM call: one-call
-    RAG's retrieval, which an open plan's answer falls back on (``planner.answer``)."""
-    return [
-        Send(
-            search_node(name),
-            SearchTask(
-                sub_query_id=QUESTION_SEARCH_ID,
-                query=question,
-                searcher=name,
-                round=1,
-                max_llm_calls=0,
-            ),
-        )
-        for name in run.searchers
-    ]
-
-
-def sends(new: list[SubQuery], run: PlannerRun) -> list[Send]:
-    return [
-        Send(
-            search_node(name),
-            SearchTask(sub_query_id=q["id"], query=q["query"], searcher=name, round=q["round"]),
-        )
-        for q in new
-        for name in run.searchers
-    ]
-
-
 def conversation_text(history: list[dict[str, str]]) -> str:
     if not history:
         return ""
@@ -314,47 +276,6 @@ def conversation_text(history: list[dict[str, str]]) -> str:
         f"- Q: {t['question']} A: {t.get('short_answer') or '(no answer)'}" for t in history[-3:]
     )
     return f"Earlier in this conversation:\n{turns}\n\n"
-
-
-def active_queries(state: PlannerState) -> list[SubQuery]:
-    """Searched queries whose findings still count: not replaced by a supported follow-up."""
-    summaries = state.get("summaries", {})
-    return [
-        sub
-        for qid, sub in state.get("sub_queries", {}).items()
-        if qid in summaries and not summaries[qid].get("superseded_by")
-    ]
-
-
-def unanswered_queries(state: PlannerState) -> list[SubQuery]:
-    """Searched queries with no supported finding, none of whose follow-ups has one."""
-    summaries = state.get("summaries", {})
-    answered_by_follow_up = {
-        sub.get("replaces")
-        for qid, sub in state.get("sub_queries", {}).items()
-        if summaries.get(qid, {}).get("supported")
-    }
-    return [
-        sub
-        for sub in active_queries(state)
-        if not summaries[sub["id"]].get("supported")
-        and sub["id"] not in answered_by_follow_up
-        and not (sub.get("replaces") and sub.get("replaces") in answered_by_follow_up)
-    ]
-
-
-def answer_of(qid: str, state: PlannerState) -> str | None:
-    """The supported answer to ``qid``, or to the follow-up that replaced it."""
-    summaries = state.get("summaries", {})
-    summary = summaries.get(qid, {})
-    if summary.get("superseded_by"):
-        return answer_of(summary["superseded_by"], state)
-    if summary.get("supported"):
-        return summary["summary"]
-    for other, sub in state.get("sub_queries", {}).items():
-        if sub.get("replaces") == qid and summaries.get(other, {}).get("supported"):
-            return summaries[other]["summary"]
-    return None
 
 
 # A finding filled into the hop that needs it: a name with its titles ("Louis Philippe Marie
@@ -374,14 +295,19 @@ def fill_value(answer: str) -> str:
     return name
 
 
-def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | None = None):
-    """``sub`` with each ``#n`` replaced by that query's supported answer, or by its own words
-    where there is no answer to fill in: with findings switched off (every query goes out at
-    once) or when the answer is a yes/no or a sentence rather than a name."""
+def spell_out(
+    sub: SubQuery,
+    subs: Mapping[str, SubQuery],
+    answer_of: Callable[[str], str | None] | None = None,
+) -> SubQuery:
+    """``sub`` with each ``#n`` replaced by that query's supported answer (``answer_of``, the
+    plan's), or by its own words where there is no answer to fill in: with findings switched
+    off (every query goes out at once) or when the answer is a yes/no or a sentence rather
+    than a name."""
 
     def fill(match: re.Match[str]) -> str:
         qid = f"q{match.group(1)}"
-        answer = answer_of(qid, state) if state is not None else None
+        answer = answer_of(qid) if answer_of is not None else None
         name = fill_value(answer) if answer else ""
         if name:
             return name
@@ -391,47 +317,7 @@ def spelled_out(sub: SubQuery, subs: dict[str, SubQuery], state: PlannerState | 
     return SubQuery(**{**sub, "query": query, "key": query_key(query) or sub["key"]})
 
 
-def _settled(qid: str, state: PlannerState) -> bool:
-    """A needed query that a waiting one may build on: it has a supported finding (its own or a
-    follow-up's), or no findings call was made for it (the summarize switch off, or the call
-    skipped for the budget), so there is no finding to wait for."""
-    summary = state.get("summaries", {}).get(qid, {})
-    return answer_of(qid, state) is not None or bool(summary.get("skipped"))
-
-
-def ready_queries(state: PlannerState) -> tuple[list[SubQuery], list[str], list[str]]:
-    """(queries now ready to search, ids still waiting, the waiting ids that are blocked).
-
-    A waiting query is ready when every query it needs has been searched and answered (by its
-    own finding or a follow-up's). It is blocked when a query it needs was searched and found
-    nothing: it stays unsearched until a follow-up answers that query, and never goes out with
-    the missing answer's words in its place. Measured on MuSiQue (v4, 82 questions), 38 hops
-    went out spelled out that way ("when did (country where (city where X was born) was born)
-    become ..."); 10 came back with a finding, each wrong ("Pocahontas (1995 film)" for an
-    institute), and none of those questions was answered right. An open chain's answer reads
-    the question's own retrieval instead (``planner.answer``)."""
-    subs = state.get("sub_queries", {})
-    summaries = state.get("summaries", {})
-    ready, still, blocked = [], [], []
-    for qid in state.get("waiting", []):
-        sub = subs[qid]
-        needs = sub.get("needs", [])
-        if not all(need in summaries for need in needs):
-            still.append(qid)
-        elif all(_settled(need, state) for need in needs):
-            ready.append(spelled_out(sub, subs, state))
-        else:
-            still.append(qid)
-            blocked.append(qid)
-    return ready, still, blocked
-
-
 def similar_queries(a: str, b: str) -> bool:
     """Two queries that ask the same thing: their content words mostly coincide."""
     x, y = set(query_key(a).split()), set(query_key(b).split())
     return bool(x and y) and len(x & y) / len(x | y) >= 0.6
-
-
-def search_node(searcher: str) -> str:
-    """Each enabled searcher is its own node of the graph ("search_sparse", ...)."""
-    return f"search_{searcher}"

@@ -27,7 +27,7 @@ import re
 from typing import Literal
 
 import prompts
-from agent.checks.comparison import choices
+from agent.text_rules import choices
 
 Shape = Literal["comparison", "bridge_comparison", "inference", "composition", "single"]
 SHAPES: tuple[Shape, ...] = (

@@ -48,16 +48,16 @@ class SubQuery(TypedDict):
 
 
 class FindingRecord(TypedDict):
-    """What the findings step keeps for one query (``PlannerState.summaries``)."""
+    """What the findings step keeps for one query (``PlannerState.findings``)."""
 
     id: str
     query: str
-    summary: str  # the supported span, "" when unsupported
+    finding: str  # the supported span, "" when unsupported
     proposed: str  # what the model said either way (the trace shows both)
     sources: list[str]  # ids of the passages that hold the span
     answered: bool  # the model gave an answer
     supported: bool  # the answer is a span of a passage about the query's subject
-    skipped: bool  # no findings call was made (the summarize switch off)
+    skipped: bool  # no findings call was made (``PlannerSettings.summarize`` off)
     superseded_by: str | None  # a follow-up whose supported finding replaced this one
 
 
@@ -79,7 +79,7 @@ class PlannerState(TypedDict, total=False):
     searches: Annotated[dict[str, SearchEntry], merge_keyed]  # "q1|sparse" -> result
     fused: Annotated[dict[str, list[str]], merge_keyed]  # sub-query id -> passage ids, best first
     passages: Annotated[dict[str, HitRecord], merge_keyed]  # passage id -> hit
-    summaries: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
+    findings: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
     verdicts: list[dict[str, Any]]
     errors: Annotated[list[str], append_or_reset]
     stopped: str
@@ -115,7 +115,7 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "searches": None,  # type: ignore[typeddict-item]
         "fused": None,  # type: ignore[typeddict-item]
         "passages": None,  # type: ignore[typeddict-item]
-        "summaries": None,  # type: ignore[typeddict-item]
+        "findings": None,  # type: ignore[typeddict-item]
         "verdicts": [],
         "errors": None,  # type: ignore[typeddict-item]
         "stopped": "",
@@ -150,7 +150,7 @@ class PlannerRun:
       ``AskResult.llm_calls``) and ends at the question's deadline plus one LLM timeout, the
       answer's grace (below). Its ``max_llm_calls`` is split between its two children.
     - ``rounds``, its child for everything before the answer (decompose, the searches,
-      summarize, verify): ``max_llm_calls - 1`` calls and the question's deadline. Every
+      findings, verify): ``max_llm_calls - 1`` calls and the question's deadline. Every
       searcher gets a sub-scope of it, so the cap holds over their calls too.
     - ``answer_scope()``, its other child, made when the answer step runs: the one call kept
       for the answer, so the rounds can never spend it, not even when an old plugin's calls,

@@ -43,7 +43,7 @@
     roundBase: null,
     currentRound: null,
     rounds: new Map(), // round -> {section, body}
-    subqueries: new Map(), // id -> {card, body, searchesEl, waitEl, summaryEl, searches}
+    subqueries: new Map(), // id -> {card, body, searchesEl, waitEl, findingEl, searches}
     passages: new Map(), // passage id -> {id, title, text, url}
     citations: new Map(), // n -> citation
     searches: 0,
@@ -326,7 +326,7 @@
         el("span", { class: "spinner" }),
         `searching with ${state.searchers.length ? state.searchers.join(", ") : "the searchers"}…`,
       );
-      const summaryEl = el("div");
+      const findingEl = el("div");
       const card = el(
         "article",
         { class: "subquery appear", "data-id": sq.id },
@@ -342,10 +342,10 @@
               ? el("span", { class: "badge accent", text: `next hop: uses ${(sq.needs || []).join(", ")}` })
               : el("span", { class: "badge accent", text: "planned" }),
         ),
-        el("div", { class: "subquery-body" }, searchesEl, waitEl, summaryEl),
+        el("div", { class: "subquery-body" }, searchesEl, waitEl, findingEl),
       );
       body.append(card);
-      state.subqueries.set(sq.id, { card, body, searchesEl, waitEl, summaryEl, searches: 0 });
+      state.subqueries.set(sq.id, { card, body, searchesEl, waitEl, findingEl, searches: 0 });
     }
     renderPlanMeta();
   }
@@ -478,12 +478,12 @@
     if (sq.waitEl) {
       const total = state.searchers.length;
       sq.waitEl.lastChild.textContent =
-        total && sq.searches >= total ? "summarizing…" : `${sq.searches}${total ? `/${total}` : ""} searchers done…`;
+        total && sq.searches >= total ? "reading the findings…" : `${sq.searches}${total ? `/${total}` : ""} searchers done…`;
     }
     renderPlanMeta();
   }
 
-  function addSummary(event) {
+  function addFinding(event) {
     const d = event.data;
     const sq = subquery(d.id, event.round, d.query);
     if (sq.waitEl) {
@@ -491,10 +491,10 @@
       sq.waitEl = null;
     }
     const sources = d.sources || [];
-    sq.summaryEl.replaceChildren(
+    sq.findingEl.replaceChildren(
       el(
         "div",
-        { class: "summary appear" },
+        { class: "finding appear" },
         el(
           "div",
           {},
@@ -506,8 +506,8 @@
           d.skipped ? el("span", { class: "badge", text: "no findings call" }) : null,
         ),
         el("p", {
-          class: "summary-text",
-          text: d.summary || (d.proposed ? `the model said "${d.proposed}", which no passage holds` : "(nothing found)"),
+          class: "finding-text",
+          text: d.finding || (d.proposed ? `the model said "${d.proposed}", which no passage holds` : "(nothing found)"),
         }),
         sources.length
           ? el(
@@ -705,14 +705,14 @@
       case "decompose":
         addSubqueries(event.round, event.data.sub_queries, "decompose");
         break;
-      case "supplement":
+      case "next_round":
         addSubqueries(event.round, event.data.sub_queries, event.data.origin === "hop" ? "hop" : "supplement");
         break;
       case "search":
         addSearch(event);
         break;
-      case "summarize":
-        addSummary(event);
+      case "finding":
+        addFinding(event);
         break;
       case "verify":
         addVerdict(event);

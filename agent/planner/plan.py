@@ -1,0 +1,277 @@
+"""The plan of one question, typed: its atomic queries, what each searcher found for them, their
+fused passages and their findings, and every question the nodes ask about that state.
+
+The graph's state stays JSON (a thread is checkpointed to SQLite, ``agent.planner.state``);
+a node reads it as a ``Plan`` (``Plan.from_json``) and asks the plan, not the dicts, which
+queries are ready, blocked, open or answered, whether the chain resolved and which passages it
+read. What "answered" means is written here once: a query is answered by its own supported
+finding or by a follow-up's that asked it again (``answer_of``), and a finding replaced by a
+follow-up's no longer counts (``active``).
+
+A (query, searcher) result is keyed by ``ResultKey``; the state's reducer merges string keys,
+so the plan alone writes (``ResultKey.to_json``) and reads (``ResultKey.from_json``) them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.checks.chains import Hop
+from agent.checks.evidence import Finding
+from agent.planner.queries import spell_out
+from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key
+from searchers.fusion import fuse_results
+from searchers.passages import Hit, HitRecord
+from searchers.searcher import SearchResult
+
+# the question itself, searched as written (``routing.question_sends``): not a planned query
+QUESTION_SEARCH_ID = "q0"
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """Which search a result answers: one atomic query (or the question, ``q0``) on one
+    searcher."""
+
+    sub_query_id: str
+    searcher: str
+
+    def to_json(self) -> str:
+        """The state's key: "q1|sparse" (the searcher's name may hold no "|"; the query id
+        never does)."""
+        return f"{self.sub_query_id}|{self.searcher}"
+
+    @classmethod
+    def from_json(cls, key: str) -> ResultKey:
+        sub_query_id, _, searcher = key.partition("|")
+        return cls(sub_query_id, searcher)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One question's plan as the nodes read it; built from the state, never stored itself."""
+
+    question: str = ""
+    shape: str = ""
+    sub_queries: Mapping[str, SubQuery] = field(default_factory=dict)
+    waiting: tuple[str, ...] = ()  # planned, not yet searched: they need an earlier answer
+    pending: tuple[str, ...] = ()  # searched in the current round
+    searches: Mapping[ResultKey, SearchEntry] = field(default_factory=dict)
+    fused: Mapping[str, list[str]] = field(default_factory=dict)  # query id -> passage ids
+    passages: Mapping[str, HitRecord] = field(default_factory=dict)
+    findings: Mapping[str, FindingRecord] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ state
+
+    @classmethod
+    def from_json(cls, state: Mapping[str, Any]) -> Plan:
+        """The plan held by a graph state (``PlannerState``); missing or reset maps are empty."""
+        return cls(
+            question=state.get("question", ""),
+            shape=state.get("shape") or "",
+            sub_queries=dict(state.get("sub_queries") or {}),
+            waiting=tuple(state.get("waiting") or ()),
+            pending=tuple(state.get("pending") or ()),
+            searches={
+                ResultKey.from_json(key): record
+                for key, record in (state.get("searches") or {}).items()
+            },
+            fused=dict(state.get("fused") or {}),
+            passages=dict(state.get("passages") or {}),
+            findings=dict(state.get("findings") or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan's fields of the graph state, as ``from_json`` reads them back."""
+        return {
+            "question": self.question,
+            "shape": self.shape,
+            "sub_queries": dict(self.sub_queries),
+            "waiting": list(self.waiting),
+            "pending": list(self.pending),
+            "searches": {key.to_json(): record for key, record in self.searches.items()},
+            "fused": dict(self.fused),
+            "passages": dict(self.passages),
+            "findings": dict(self.findings),
+        }
+
+    @staticmethod
+    def search_update(key: ResultKey, record: SearchEntry) -> dict[str, dict[str, SearchEntry]]:
+        """The state update that adds one search's result (merged with the parallel ones)."""
+        return {"searches": {key.to_json(): record}}
+
+    # ------------------------------------------------------------------ searches
+
+    def results_of(self, sub_query_id: str) -> list[SearchResult]:
+        """Every searcher's result for one query, in the order they were recorded."""
+        return [
+            SearchResult.from_json(record)
+            for key, record in self.searches.items()
+            if key.sub_query_id == sub_query_id
+        ]
+
+    def records_of(self, sub_query_id: str) -> list[SearchEntry]:
+        return [r for key, r in self.searches.items() if key.sub_query_id == sub_query_id]
+
+    def fused_hits(self, sub_query_id: str, k: int) -> list[Hit]:
+        """The one fusion of a query's results (its searchers' hits, best first): what the
+        findings step reads for a planned query and the answer step for the question."""
+        results = self.results_of(sub_query_id)
+        return fuse_results(results, k=k) if results else []
+
+    def question_hits(self, k: int) -> list[Hit]:
+        """The question's own as-written retrieval, fused: one-call RAG's passages."""
+        return self.fused_hits(QUESTION_SEARCH_ID, k)
+
+    def ranked(self) -> list[list[str]]:
+        """Each planned query's fused passage ids, in plan order."""
+        return [self.fused.get(qid, []) for qid in self.sub_queries]
+
+    # ------------------------------------------------------------------ findings
+
+    def active(self) -> list[SubQuery]:
+        """Searched queries whose findings still count: not replaced by a supported follow-up."""
+        return [
+            sub
+            for qid, sub in self.sub_queries.items()
+            if qid in self.findings and not self.findings[qid].get("superseded_by")
+        ]
+
+    def supported(self, qid: str) -> bool:
+        return bool(self.findings.get(qid, {}).get("supported"))
+
+    def unanswered(self) -> list[SubQuery]:
+        """Searched queries with no supported finding, none of whose follow-ups has one."""
+        answered_by_follow_up = {
+            sub.get("replaces") for qid, sub in self.sub_queries.items() if self.supported(qid)
+        }
+        return [
+            sub
+            for sub in self.active()
+            if not self.findings[sub["id"]].get("supported")
+            and sub["id"] not in answered_by_follow_up
+            and not (sub.get("replaces") and sub.get("replaces") in answered_by_follow_up)
+        ]
+
+    def answered(self) -> list[SubQuery]:
+        """Queries with a supported finding of their own, in the order their findings came."""
+        return [self.sub_queries[q] for q, f in self.findings.items() if f.get("supported")]
+
+    def answer_of(self, qid: str) -> str | None:
+        """The supported answer to ``qid``, or to the follow-up that replaced it."""
+        finding = self.findings.get(qid, {})
+        if finding.get("superseded_by"):
+            return self.answer_of(finding["superseded_by"])
+        if finding.get("supported"):
+            return finding["finding"]
+        for other, sub in self.sub_queries.items():
+            if sub.get("replaces") == qid and self.supported(other):
+                return self.findings[other]["finding"]
+        return None
+
+    def settled(self, qid: str) -> bool:
+        """A needed query that a waiting one may build on: it has a supported finding (its own
+        or a follow-up's), or no findings call was made for it (the findings switch off, or the
+        call skipped for the budget), so there is no finding to wait for."""
+        skipped = bool(self.findings.get(qid, {}).get("skipped"))
+        return self.answer_of(qid) is not None or skipped
+
+    def supported_findings(self) -> list[Finding]:
+        """The findings the answer step may lean on, in query order."""
+        out = []
+        for sub in self.active():
+            finding = self.findings[sub["id"]]
+            if finding.get("supported"):
+                out.append(Finding(sub["query"], finding["finding"], tuple(finding["sources"])))
+        return out
+
+    # ------------------------------------------------------------------ the chain
+
+    def spelled_out(self, sub: SubQuery) -> SubQuery:
+        """``sub`` with each ``#n`` filled by that query's answer (``queries.spell_out``)."""
+        return spell_out(sub, self.sub_queries, self.answer_of)
+
+    def ready(self) -> tuple[list[SubQuery], list[str], list[str]]:
+        """(queries now ready to search, ids still waiting, the waiting ids that are blocked).
+
+        A waiting query is ready when every query it needs has been searched and answered (by
+        its own finding or a follow-up's). It is blocked when a query it needs was searched and
+        found nothing: it stays unsearched until a follow-up answers that query, and never goes
+        out with the missing answer's words in its place. Measured on MuSiQue (v4, 82
+        questions), 38 hops went out spelled out that way ("when did (country where (city where
+        X was born) was born) become ..."); 10 came back with a finding, each wrong
+        ("Pocahontas (1995 film)" for an institute), and none of those questions was answered
+        right. An open chain's answer reads the question's own retrieval instead
+        (``planner.answer``)."""
+        ready, still, blocked = [], [], []
+        for qid in self.waiting:
+            sub = self.sub_queries[qid]
+            needs = sub.get("needs", [])
+            if not all(need in self.findings for need in needs):
+                still.append(qid)
+            elif all(self.settled(need) for need in needs):
+                ready.append(self.spelled_out(sub))
+            else:
+                still.append(qid)
+                blocked.append(qid)
+        return ready, still, blocked
+
+    def resolved(self) -> bool:
+        """Every searched query has a supported finding (its own or a follow-up's) and no
+        planned query waits."""
+        return bool(self.findings) and not self.unanswered() and not self.waiting
+
+    def whole(self) -> bool:
+        """Does the plan cover the question? A question of one fact is covered by one query; a
+        chain or a comparison needs two or more. Measured on MuSiQue: a 4-hop question planned
+        as one query "resolved" on a wrong first step, and its two passages held no answer;
+        such a plan keeps the wider context."""
+        return self.shape == "single" or len(self.active()) >= 2
+
+    def needed(self, qid: str) -> bool:
+        """Whether a planned query's answer is filled into another query (``#1``)."""
+        return any(qid in q.get("needs", []) for q in self.sub_queries.values())
+
+    def hops(self) -> list[Hop]:
+        """Every searched query as a link of its chain (``agent.checks.chains``)."""
+        return [
+            Hop(
+                id=qid,
+                needs=tuple(sub.get("needs") or ()),
+                replaces=sub.get("replaces"),
+                answer=self.findings[qid]["finding"] if self.supported(qid) else None,
+                superseded=bool(self.findings[qid].get("superseded_by")),
+            )
+            for qid, sub in self.sub_queries.items()
+            if qid in self.findings
+        ]
+
+    def focus(self) -> str:
+        """What the answer step's passages are trimmed around: the question and its queries."""
+        queries = " ".join(q["query"] for q in self.sub_queries.values())
+        return f"{self.question} {queries}"
+
+    # ------------------------------------------------------------------ growing the plan
+
+    def asked_keys(self) -> set[str]:
+        """The normalized form of every query planned so far: nothing is asked twice."""
+        return {q["key"] for q in self.sub_queries.values()}
+
+    def follow_up(self, query: str, key: str, replaces: str | None, added: int = 0) -> SubQuery:
+        """A follow-up query numbered after the plan's queries (and ``added`` others of its
+        round), asking ``replaces`` again when it names one."""
+        return SubQuery(
+            id=f"q{len(self.sub_queries) + added + 1}",
+            query=query,
+            round=0,
+            origin="supplement",
+            key=key,
+            needs=[],
+            replaces=replaces,
+        )
+
+    def is_question_itself(self, subs: list[SubQuery]) -> bool:
+        """A plan of one query that is the question as written."""
+        return [q["key"] for q in subs] == [query_key(self.question)]

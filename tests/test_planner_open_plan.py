@@ -1,0 +1,197 @@
+"""The ``answer`` node on an open plan: read along its chain, from the question's own hits as
+one-call RAG reads them, or led by its supported findings."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from agent.hoptree_agent import HoptreeAgent
+from agent.settings import BudgetSettings, PlannerSettings
+from searchers.sparse_tantivy import TantivySparseIndex
+from tests.planner_scripts import (
+    CHAIN,
+    QUESTION,
+    KeywordSearcher,
+    agent_with,
+    finding,
+    passages_index,
+    reply,
+    two_hop_chat,
+    user_text,
+)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
+    return passages_index(tmp_path_factory)
+
+
+async def test_an_open_plan_reads_everything_found(index) -> None:
+    """The second hop found nothing: the plan is not resolved, so the answer reads the wider
+    one-call-RAG-sized context and the reader's answer stands."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(QUESTION)
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["plan_resolved"] is False and "chain_end" not in check
+    assert len(result.sources) > 2
+
+
+async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
+    """With ``open_plan_answer="chain"`` an open plan with a supported finding reads its chain
+    the way the oracle does: the first passages of each searched query in plan order, then the
+    question's own retrieval."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
+    hops = [sub.passage_ids[:2] for sub in result.sub_queries]
+    expected = list(dict.fromkeys(pid for ids in hops for pid in ids))
+    assert len(expected) >= 3  # both hops searched and found passages
+    assert [s["id"] for s in result.sources][: len(expected)] == expected[:5]
+
+
+async def test_the_reader_is_told_which_step_of_an_open_chain_is_still_open(index) -> None:
+    """The first hop found Paris, the last hop found nothing: with ``open_plan_answer="chain"``
+    the answer prompt names the last hop, with Paris filled in, as the step the short answer
+    must answer (not the bridge)."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
+
+    chat.routes["summarize"] = summarize
+    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
+    (prompt,) = [text for route, text in chat.seen if route == "answer"]
+    assert (
+        'Still open: the notes answer every step but the last, "river that flows through '
+        'Paris"' in prompt
+    )
+    check = next(e for e in result.trace if e.kind == "answer").data["check"]
+    assert check["open_step"] == "river that flows through Paris"
+
+
+async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> None:
+    """The plan asked about the wrong thing and found nothing: the answer reads what the
+    question itself retrieved, as one-call RAG would."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["decompose"] = reply(queries=["length of the river Danube"])
+    chat.routes["summarize"] = lambda m: finding(user_text(m))
+    result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
+        "Which river flows through Paris?"
+    )
+    no_search = PlannerSettings(question_search=False)
+    agent = HoptreeAgent(
+        chat, {"keywords": KeywordSearcher(index)}, planner=no_search,
+        budgets=BudgetSettings(max_rounds=1), llm_timeout_s=5,
+    )  # fmt: skip
+    without = await agent.ask("Which river flows through Paris?")
+    planned_hits = {h.id for h in index.retrieve("length of the river Danube", 10)}
+    assert {s["id"] for s in without.sources} <= planned_hits  # only what the plan found
+    question_top = [h.id for h in index.retrieve("Which river flows through Paris?", 2)]
+    assert [s["id"] for s in result.sources][:2] == question_top
+
+
+async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> None:
+    """``question_hits_first``: an open plan answered along its chain (its second hop found
+    nothing) reads the question's own first hits ahead of its hop passages; without it its
+    first hop's passage leads."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 2)]
+    hop_top = index.retrieve("city where the Eiffel Tower stands", 1)[0].id
+    budgets = BudgetSettings(max_rounds=2)
+
+    async def sources(planner: PlannerSettings) -> list[str]:
+        agent = HoptreeAgent(
+            chat, {"keywords": KeywordSearcher(index)}, planner=planner, budgets=budgets,
+            llm_timeout_s=5,
+        )  # fmt: skip
+        result = await agent.ask(QUESTION)
+        assert not result.sub_queries[1].answered  # the plan stayed open
+        return [s["id"] for s in result.sources]
+
+    assert (await sources(CHAIN))[0] == hop_top
+    led = await sources(PlannerSettings(open_plan_answer="chain", question_hits_first=2))
+    assert led[:2] == question_top and hop_top in led and len(led) <= 5
+
+
+async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
+    """``open_plan_answer="one_call"`` (the default): a plan that did not resolve is answered
+    by one-call RAG's reader (``prompts/rag_answer.txt``) over the question's own hits alone,
+    with no notes and no open step, and its long answer is the shown sentence that holds the
+    short one, cited; with "chain" the planner's answer prompt reads its hop passages with its
+    findings as notes, with "hops" the same passages and no notes."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
+
+    async def run(planner: PlannerSettings):
+        chat.seen.clear()
+        agent = HoptreeAgent(
+            chat, {"keywords": KeywordSearcher(index)}, planner=planner,
+            budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
+        )  # fmt: skip
+        result = await agent.ask(QUESTION)
+        assert not result.sub_queries[1].answered  # the plan stayed open
+        [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
+        return [s["id"] for s in result.sources], route, prompt, result
+
+    chained, route, prompt, result = await run(CHAIN)
+    assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
+    assert chained != question_top and "answered_as" not in result.citation_check
+    hops, route, prompt, result = await run(PlannerSettings(open_plan_answer="hops"))
+    assert hops == chained and "Notes:\n(none)" in prompt
+    assert route == "answer" and result.citation_check["answered_as"] == "hops"
+    ids, route, prompt, result = await run(PlannerSettings(answer_sources=3))
+    assert ids == question_top and route == "rag_answer"
+    head = prompt.split("Passages:")[0]  # no finding, no open step above the passages
+    assert "Notes:" not in head and "Still open" not in head and "Paris" not in head
+    check = result.citation_check
+    assert check["answered_as"] == "one_call" and not check["plan_resolved"]
+    # no shown passage holds the scripted reader's "Seine": no sentence to cite
+    assert result.short_answer == "Seine" and result.answer == "Seine." and not result.citations
+    assert not check["short_answer_grounded"]
+    chat.routes["rag_answer"] = reply(answer="Danube")
+    ids, route, prompt, result = await run(PlannerSettings(answer_sources=3))
+    sentence, cited = result.answer.rsplit(" [", 1)
+    [citation] = result.citations
+    assert "Danube" in sentence and sentence in " ".join(citation.text.split())
+    assert cited == f"{ids.index(citation.id) + 1}]."
+
+
+async def test_an_open_plan_can_read_its_supported_findings_first(index) -> None:
+    """``open_plan_answer="findings_first"``: the same one-call reader, over the passage that
+    supports each supported finding (the hop that resolved) ahead of the question's own hits,
+    within ``answer_sources``, still with no notes; the row says which way it was answered."""
+    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
+    # the first hop's finding is read from the Seine's passage ("It flows through Paris"),
+    # which is not among the question's first hits; the second hop finds nothing
+    chat.routes["decompose"] = reply(
+        queries=["city the Seine river flows through", "tower that stands in #1"]
+    )
+    chat.routes["summarize"] = lambda m: finding(user_text(m), Seine=("Paris", "Seine"))
+    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
+    agent = HoptreeAgent(
+        chat, {"keywords": KeywordSearcher(index)},
+        planner=PlannerSettings(open_plan_answer="findings_first", answer_sources=3),
+        budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
+    )  # fmt: skip
+    result = await agent.ask(QUESTION)
+    first, second = result.sub_queries[:2]
+    assert first.answered and not second.answered  # the plan stayed open after one hop
+    ids = [s["id"] for s in result.sources]
+    assert result.sources[0]["title"] == "Seine" and ids[0] == first.summary_sources[0]
+    assert ids == list(dict.fromkeys([first.summary_sources[0], *question_top]))[:3]
+    assert ids != question_top  # the hop's passage is not one of the question's first hits
+    [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
+    assert route == "rag_answer" and "Notes:" not in prompt.split("Passages:")[0]
+    assert result.citation_check["answered_as"] == "findings_first"
