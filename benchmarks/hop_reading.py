@@ -54,7 +54,7 @@ from agent.checks.evidence import support
 from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
-from searchers.hop_reader import read_hop
+from searchers.hop_reader import READ_CHARS, about_order, read_hop
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
@@ -251,7 +251,25 @@ def one_by_one(max_reads: int) -> Arm:
     return read
 
 
+async def read_reader_ordered(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """One-call RAG's reader over the same passages, the one most about the hop first."""
+    hits = about_order(item.text, item.hits())
+    text = shown_text(item, hits)
+    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
+    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+
+
+async def read_reader_best(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """One-call RAG's reader over the one passage most about the hop, alone and wider."""
+    best = about_order(item.text, item.hits())[:1]
+    text = numbered_passages(best, max_chars=READ_CHARS, query=item.text, titled=True)
+    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
+    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+
+
 ARMS: dict[str, Arm] = {
+    "reader_ordered": read_reader_ordered,
+    "reader_best": read_reader_best,
     "findings": read_findings,
     "reader": read_reader,
     "one_by_one": one_by_one(3),
