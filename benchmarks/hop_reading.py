@@ -448,6 +448,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, help="hops drawn from each split (seed 0)")
     parser.add_argument("--out", type=Path, required=True, help="rows folder (resumable)")
     parser.add_argument("--summary", action="store_true", help="print the table of --out")
+    parser.add_argument("--json", type=Path, help="write the figures of --candidate and --baseline")
+    parser.add_argument("--baseline", default="findings", help="today's reader (for --json)")
+    parser.add_argument("--candidate", default="reader", help="the reader measured against it")
     args = parser.parse_args()
     shown_kinds = args.shown or ["mixed"]
     if not args.summary:
@@ -459,6 +462,29 @@ def main() -> None:
             for name, (w, lo, t) in paired(rows, a, b).items():
                 print(f"{b} against {a}, {name}: {w} right only under {b}, {lo} only under {a}, "
                       f"{t} same")  # fmt: skip
+    if args.json:
+        args.json.write_text(
+            json.dumps(figures(rows, args.candidate, args.baseline), indent=1) + "\n",
+            encoding="utf-8",
+        )
+
+
+def figures(rows: list[dict[str, Any]], candidate: str, baseline: str) -> dict[str, Any]:
+    """``{split: {"n", "accuracy"}}`` for ``candidate`` (the gold paragraph among the shown
+    passages), the same under ``"baseline"`` for today's reader, and the alone condition where
+    it was read."""
+    table = summarize(rows)
+
+    def of(arm: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, t in table.items():
+            split, shown, which = name.split("/")
+            if which == arm:
+                key = split if shown == "mixed" else f"{split}_{shown}"
+                out[key] = {"n": t["n"], "accuracy": t["accuracy"], "f1": t["f1"]}
+        return out
+
+    return {"arm": candidate, **of(candidate), "baseline": {"arm": baseline, **of(baseline)}}
 
 
 if __name__ == "__main__":

@@ -113,3 +113,18 @@ def test_the_report_halves_are_apart_from_the_tuning_half(bench: ModuleType) -> 
     tune = {it.qid for it in bench.split_items("musique_tune", "alone")}
     report = {it.qid for it in bench.split_items("musique_report", "alone")}
     assert tune and report and not tune & report
+
+
+def test_the_committed_figures_hold_the_candidate_and_the_baseline(bench: ModuleType) -> None:
+    def row(arm: str, key: str, em: float, shown: str = "mixed") -> dict:
+        return {"split": "musique_report", "shown": shown, "arm": arm, "key": key, "em": em,
+                "f1": em, "supported": True, "empty": False, "restated": False,
+                "gold_position": 1, "seconds": 1.0}  # fmt: skip
+
+    rows = [row("findings", "a", 0.0), row("findings", "b", 1.0), row("reader", "a", 1.0),
+            row("reader", "b", 1.0), row("reader", "a", 1.0, "alone")]  # fmt: skip
+    out = bench.figures(rows, "reader", "findings")
+    assert out["musique_report"] == {"n": 2, "accuracy": 100.0, "f1": 100.0}
+    assert out["musique_report_alone"]["n"] == 1
+    assert out["baseline"]["musique_report"]["accuracy"] == 50.0
+    assert out["baseline"]["arm"] == "findings" and out["arm"] == "reader"
