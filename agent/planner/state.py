@@ -19,9 +19,16 @@ from typing_extensions import TypedDict
 
 from agent.results import ShownSource, TraceEvent
 from agent.runtime.usage import UsageTracker
-from agent.settings import BudgetSettings, PlannerSettings
+from agent.settings import DEFAULT_DEADLINE_S, BudgetSettings, PlannerSettings
 from searchers.passages import HitRecord
 from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, RunScope, Searcher, SearchRecord
+
+# The time searching leaves the answer step: a share of the question's deadline, at most two
+# minutes (one answer call of the embedded model with its passages takes well under that). Set
+# with the first planner (1c35812); no measurement chose the numbers, and the answer's reserved
+# call has its own scope (``answer_scope``), so they only end searching a little early.
+ANSWER_RESERVE_SHARE = 0.15
+ANSWER_RESERVE_MAX_S = 120.0
 
 
 def merge_keyed(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -165,7 +172,7 @@ class PlannerRun:
     budgets: BudgetSettings
     tracker: UsageTracker
     llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
-    deadline_s: float = 900.0
+    deadline_s: float = DEFAULT_DEADLINE_S
     started: float = field(default_factory=time.monotonic)
     events: list[TraceEvent] = field(default_factory=list)
     scope: RunScope = field(init=False)
@@ -199,5 +206,5 @@ class PlannerRun:
 
     def search_time_left(self) -> float:
         """Searching stops early enough to leave the answer step a share of the deadline."""
-        reserve = min(120.0, 0.15 * self.deadline_s)
+        reserve = min(ANSWER_RESERVE_MAX_S, ANSWER_RESERVE_SHARE * self.deadline_s)
         return self.remaining_s() - reserve
