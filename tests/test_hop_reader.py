@@ -29,6 +29,12 @@ def replies(*answers: str):
     return reply, shown
 
 
+def read(reply, hits: list[Hit], **options):
+    chat = RoutedChatModel(routes={"hop_read": reply})
+    query = "performer of Country Man"
+    return asyncio.run(read_hop(chat, query, hits, scope=RunScope(), supported=support, **options))
+
+
 def test_the_passage_whose_title_the_hop_names_comes_first() -> None:
     order = about_order("performer of Country Man", [TOWN, ALBUM, SONG])
     assert order[0] in (SONG, ALBUM) and order[-1] is TOWN
@@ -37,16 +43,7 @@ def test_the_passage_whose_title_the_hop_names_comes_first() -> None:
 
 def test_passages_are_read_alone_until_one_holds_the_answer() -> None:
     reply, shown = replies("", "Jerry Reed")  # the first passage read (the song's) says nothing
-    chat = RoutedChatModel(routes={"hop_read": reply})
-    found = asyncio.run(
-        read_hop(
-            chat,
-            "performer of Country Man",
-            [ALBUM, SONG, TOWN],
-            scope=RunScope(),
-            supported=support,
-        )
-    )
+    found = read(reply, [ALBUM, SONG, TOWN])
     assert found.answer == "Jerry Reed" and found.hit is ALBUM and found.calls == 2
     assert len(shown) == 2 and all(text.count("Country Man") >= 1 for text in shown)
     assert not any("Leesburg" in text for text in shown)  # one passage a call, never the third
@@ -56,30 +53,11 @@ def test_passages_are_read_alone_until_one_holds_the_answer() -> None:
 def test_a_reply_its_passage_does_not_hold_is_no_finding() -> None:
     # the model names the subject itself, then a name the passage does not hold
     reply, _shown = replies("Country Man", "Garth Brooks", "Atlanta")
-    chat = RoutedChatModel(routes={"hop_read": reply})
-    found = asyncio.run(
-        read_hop(
-            chat,
-            "performer of Country Man",
-            [SONG, ALBUM, TOWN],
-            scope=RunScope(),
-            supported=support,
-        )
-    )
+    found = read(reply, [SONG, ALBUM, TOWN])
     assert found.answer == "" and found.hit is None and found.calls == 3
 
 
 def test_at_most_max_reads_calls() -> None:
     reply, shown = replies("", "", "")
-    chat = RoutedChatModel(routes={"hop_read": reply})
-    found = asyncio.run(
-        read_hop(
-            chat,
-            "performer of Country Man",
-            [SONG, ALBUM, TOWN],
-            scope=RunScope(),
-            supported=support,
-            max_reads=1,
-        )
-    )
+    found = read(reply, [SONG, ALBUM, TOWN], max_reads=1)
     assert found.calls == 1 and len(shown) == 1 and found.answer == ""
