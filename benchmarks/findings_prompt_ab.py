@@ -81,7 +81,8 @@ def samples(dataset: Path, run: Path, each: int, with_gold: bool = False) -> lis
     return found[:each]
 
 
-def _restates(answer: str, query: str) -> bool:
+def restates(answer: str, query: str) -> bool:
+    """The reply repeats the query's own words instead of answering ("father of X" -> "X")."""
     words = answer.casefold().split()
     return bool(words) and (
         answer.casefold() in query.casefold() or all(w in query.casefold() for w in words[:2])
@@ -125,7 +126,7 @@ async def one(chat: Any, system: str | None, item: dict[str, Any], slots: asynci
     return {
         "answer": answer,
         "supported": record["supported"],
-        "restated": not record["supported"] and _restates(answer, item["query"]),
+        "restated": not record["supported"] and restates(answer, item["query"]),
         "right": bool(right),
     }
 

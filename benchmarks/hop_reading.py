@@ -34,19 +34,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import random
 import re
 import sys
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from findings_prompt_ab import restates  # the restated-subject count of findings-prompt.md
 from langchain_core.language_models import BaseChatModel
 
 import prompts
@@ -54,7 +54,7 @@ from agent.checks.evidence import support
 from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
-from searchers.hop_reader import READ_CHARS, about_order, read_hop
+from searchers.hop_reader import READ_CHARS, about_order, bm25_scores, read_hop
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
@@ -123,23 +123,12 @@ def _tokens(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(text)]
 
 
-def bm25_order(query: str, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[int]:
+def bm25_order(query: str, docs: Sequence[str]) -> list[int]:
     """Indexes of ``docs`` from the best BM25 match for ``query`` down (ties keep file order):
-    the question's own paragraphs are the corpus, as a search for the hop among them ranks it."""
-    toks = [_tokens(d) for d in docs]
-    n = len(toks)
-    avg = sum(map(len, toks)) / max(1, n)
-    df: Counter[str] = Counter(w for t in toks for w in set(t))
-    scores = []
-    for i, t in enumerate(toks):
-        tf = Counter(t)
-        s = 0.0
-        for w in set(_tokens(query)):
-            if w in tf:
-                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-                s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / max(avg, 1)))
-        scores.append((-s, i))
-    return [i for _s, i in sorted(scores)]
+    the question's own paragraphs are the corpus, as a search for the hop among them ranks it
+    (plain lowercased words, no stemming: the distractors the committed rows were read with)."""
+    scores = bm25_scores(query, docs, tokens=_tokens)
+    return sorted(range(len(docs)), key=lambda i: (-scores[i], i))
 
 
 def hop_items(question: EvalQuestion, shown: str, start: int = 0) -> list[HopItem]:
@@ -229,12 +218,15 @@ async def read_findings(chat: BaseChatModel, item: HopItem, scope: RunScope) -> 
     return Read(first.answer, cited)
 
 
+async def _read_as_question(chat: BaseChatModel, item: HopItem, text: str, scope: RunScope) -> Read:
+    """One-call RAG's reader asked the hop over ``text`` (numbered passages)."""
+    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
+    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+
+
 async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
     """One-call RAG's reader over the same windowed passages."""
-    reply = await read_short_answer(chat, item.text, shown_text(item), scope=scope, step="read")
-    if reply.value is None:
-        return Read("", error=str(reply.error))
-    return Read(reply.value.answer)
+    return await _read_as_question(chat, item, shown_text(item), scope)
 
 
 def one_by_one(max_reads: int) -> Arm:
@@ -253,18 +245,15 @@ def one_by_one(max_reads: int) -> Arm:
 
 async def read_reader_ordered(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
     """One-call RAG's reader over the same passages, the one most about the hop first."""
-    hits = about_order(item.text, item.hits())
-    text = shown_text(item, hits)
-    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
-    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+    text = shown_text(item, about_order(item.text, item.hits()))
+    return await _read_as_question(chat, item, text, scope)
 
 
 async def read_reader_best(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
     """One-call RAG's reader over the one passage most about the hop, alone and wider."""
     best = about_order(item.text, item.hits())[:1]
     text = numbered_passages(best, max_chars=READ_CHARS, query=item.text, titled=True)
-    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
-    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+    return await _read_as_question(chat, item, text, scope)
 
 
 ARMS: dict[str, Arm] = {
@@ -275,14 +264,6 @@ ARMS: dict[str, Arm] = {
     "one_by_one": one_by_one(3),
     "best_one": one_by_one(1),
 }
-
-
-def restates(answer: str, query: str) -> bool:
-    """The reply repeats the hop's own words instead of answering ("father of X" -> "X")."""
-    words = answer.casefold().split()
-    return bool(words) and (
-        answer.casefold() in query.casefold() or all(w in query.casefold() for w in words[:2])
-    )
 
 
 def score(item: HopItem, read: Read) -> dict[str, Any]:

@@ -44,7 +44,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evals.datasets import EvalQuestion, load_questions, resolve_format
-from searchers.text import STOPWORDS, WORD, fold, stem
+from searchers.hop_reader import content_words
+from searchers.text import fold
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SPLITS: dict[str, tuple[Path, int, int | None]] = {
@@ -65,7 +66,7 @@ _KB_WORDS = {"administrative", "territorial", "entity", "located"}
 
 def words(text: str) -> list[str]:
     """Content words, folded and crudely stemmed, as the planner's own checks compare them."""
-    return [stem(w) for w in WORD.findall(fold(text)) if w not in STOPWORDS and w not in _FILLER]
+    return [w for w in content_words(text) if w not in _FILLER]
 
 
 def _prefixes(ws: Sequence[str]) -> set[str]:

@@ -53,19 +53,30 @@ class HopReading:
     error: str = ""
 
 
-def _words(text: str) -> list[str]:
+def content_words(text: str) -> list[str]:
+    """Folded, crudely stemmed words less stopwords: what a hop and a passage share."""
     return [stem(w) for w in WORD.findall(fold(text)) if w not in STOPWORDS]
 
 
-def _bm25(query: str, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    toks = [_words(d) for d in docs]
+def bm25_scores(
+    query: str,
+    docs: Sequence[str],
+    *,
+    tokens: Callable[[str], list[str]] = content_words,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[float]:
+    """BM25 of ``query`` for each of ``docs``, the docs themselves the corpus (a handful of
+    shown passages; no index is worth building for them)."""
+    toks = [tokens(d) for d in docs]
+    asked = set(tokens(query))
     avg = sum(map(len, toks)) / max(1, len(toks))
     df: Counter[str] = Counter(w for t in toks for w in set(t))
     scores = []
     for t in toks:
         tf = Counter(t)
         s = 0.0
-        for w in set(_words(query)):
+        for w in asked:
             if w in tf:
                 idf = math.log(1 + (len(toks) - df[w] + 0.5) / (df[w] + 0.5))
                 s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / max(avg, 1)))
@@ -77,12 +88,12 @@ def about_order(query: str, hits: Sequence[Hit]) -> list[Hit]:
     """``hits`` from the one most about ``query`` down: the share of the title's words the query
     holds (a passage's title names its subject, and a hop names its subject), then BM25 of the
     query over the shown passages; ties keep the given order."""
-    asked = set(_words(query))
-    bm25 = _bm25(query, [f"{h.title} {h.text}" for h in hits])
+    asked = set(content_words(query))
+    bm25 = bm25_scores(query, [f"{h.title} {h.text}" for h in hits])
     top = max(bm25, default=0.0) or 1.0
 
     def score(i: int) -> float:
-        title = _words(hits[i].title)
+        title = content_words(hits[i].title)
         named = sum(w in asked for w in title) / max(1, len(title))
         return named + 0.3 * bm25[i] / top
 
