@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.planner.answer import AgentRunError
+from agent.planner.draft import public_draft
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.plan import Plan
 from agent.planner.state import PlannerRun, PlannerState, fresh_question
@@ -231,6 +232,7 @@ class HoptreeAgent:
                     superseded_by=finding.get("superseded_by"),
                 )
             )
+        draft = dict(state.get("draft") or {})
         errors = list(state.get("errors", []))
         reasons = degradation(errors, state.get("stopped", ""))
         answer = state.get("answer", "")
@@ -260,6 +262,9 @@ class HoptreeAgent:
             degraded_reasons=reasons,
             searchers=list(run.searchers),
             usage_by_step=run.tracker.by_step_json(),
+            draft=public_draft(draft) if draft else None,
+            final_choice=dict(state.get("final_choice") or {}) or None,
+            first_answer_s=min(draft.get("seconds", seconds), seconds),
         )
 
 

@@ -21,6 +21,7 @@ EventKind = Literal[
     "finding",  # one atomic query's finding: the answer span copied from its passages
     "verify",  # the findings were judged: stop, send waiting queries, or ask follow-ups
     "next_round",  # atomic queries sent in a new round (its planned hops, or follow-ups)
+    "draft",  # the one-call draft was written and the router decided whether to plan
     "answer",  # the final answer was written
     "error",  # something failed; the run may go on degraded
     "result",  # the final result (streams end with it)
@@ -170,6 +171,14 @@ class AskResult:
     # the searchers the planner fanned out to (settings, --searcher, or the index's default:
     # sparse, dense and tree when it has one), so a result says what it was searched with
     searchers: list[str] = field(default_factory=list)
+    # draft first (``PlannerSettings.draft``): the one-call draft as it reached the person
+    # (answer, short_answer, citations, seconds since the question, the router's signals and
+    # decision), and, when the plan ran, which answer won and why; None without a draft
+    draft: dict[str, Any] | None = None
+    final_choice: dict[str, Any] | None = None
+    # seconds from the question to the first cited answer the person saw: the draft's, or the
+    # final answer's when there was no draft
+    first_answer_s: float | None = None
 
     def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
         data = {
@@ -195,6 +204,11 @@ class AskResult:
             "degraded_reasons": self.degraded_reasons,
             "usage_by_step": self.usage_by_step,
             "searchers": self.searchers,
+            "draft": self.draft,
+            "final_choice": self.final_choice,
+            "first_answer_s": None
+            if self.first_answer_s is None
+            else round(self.first_answer_s, 2),
         }
         if with_trace:
             data["trace"] = [e.to_json() for e in self.trace]

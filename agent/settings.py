@@ -373,6 +373,32 @@ class PlannerSettings(BaseModel):
         "question's hits",
     )
 
+    # Draft first (issue 53): one-call RAG over the question's own hits answers before any
+    # plan, and reaches the person at once; the router (``agent.checks.escalation``) then decides
+    # from free signals of that draft whether the plan runs. Measured offline on the recorded
+    # tuning rows (``benchmarks/results/router.md``): an open plan keeping the draft instead of
+    # reading the question again was +4.8 F1 [+0.5, +9.7] over always planning.
+    draft: bool = Field(
+        True,
+        description="answer with one-call RAG over the question's own hits first (the draft, "
+        "one call); False: the planner runs from the start, as LevelRAG's does",
+    )
+    router: Literal["always", "never", "fitted"] = Field(
+        "fitted",
+        description="after the draft: always = plan every question; never = the draft is the "
+        "answer; fitted = plan a chain, a comparison or a choice between two names, or a weak "
+        "draft when router_weak is on (benchmarks/results/router.md)",
+    )
+    router_weak: bool = Field(
+        False, description="the fitted router also plans when the draft is empty or unsupported"
+    )
+    router_min_logprob: float | None = Field(
+        None,
+        le=0,
+        description="the fitted router also plans when the draft answer's least likely token "
+        "has a log-probability below this (needs a server that returns log-probabilities)",
+    )
+
     def search_loop(self) -> SearchLoop:
         """The loop every searcher of the planner runs each search in."""
         return SearchLoop(

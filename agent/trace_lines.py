@@ -68,6 +68,16 @@ def progress_line(event: TraceEvent) -> str | None:
     if event.kind == "next_round":
         what = "next hop" if d.get("origin") == "hop" else "follow-up queries"
         return f"{what}: {_queries(d.get('sub_queries')) or 'none'}"
+    if event.kind == "draft":
+        decision = d.get("decision") or {}
+        why = _clip(decision.get("reason") or "", 80)
+        if not d.get("short_answer") and d.get("error"):
+            return f"no draft ({_clip(d['error'], 100)}); the plan answers"
+        seconds = float(d.get("seconds") or 0.0)
+        cited = len(d.get("citations") or [])
+        then = "a plan will check it" if decision.get("escalate") else "it stands"
+        short = _clip(d.get("short_answer") or "(no short answer)", 80)
+        return f"draft answer after {seconds:.1f}s: {short!r}, {cited} citation(s); {then} ({why})"
     if event.kind == "answer":
         check = d.get("check") or {}
         if not check:

@@ -373,7 +373,7 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
 
 
 # what each planner pipeline sets itself; the rest of PlannerSettings comes from the settings
-PIPELINE_PLANNER_FIELDS = frozenset({"searchers", "decompose", "summarize", "supplement"})
+PIPELINE_PLANNER_FIELDS = frozenset({"searchers", "decompose", "summarize", "supplement", "draft"})
 
 
 def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
@@ -404,9 +404,10 @@ def planner_overrides(settings: Settings) -> dict[str, Any]:
 def planner_settings(
     ctx: EvalContext, searchers: Sequence[str], **switches: bool
 ) -> PlannerSettings:
-    """The configured planner settings with ``searchers`` and every LevelRAG step on, but for
-    the ``switches`` an ablation turns off."""
-    update = {"searchers": list(searchers), "decompose": True, "summarize": True}
+    """The configured planner settings with ``searchers`` and every LevelRAG step on, no draft
+    (LevelRAG's planner runs from the start), but for the ``switches`` a pipeline sets: an
+    ablation turns a step off, ``draft-first`` turns the draft on."""
+    update = {"searchers": list(searchers), "decompose": True, "summarize": True, "draft": False}
     return ctx.settings.planner.model_copy(update={**update, "supplement": True, **switches})
 
 
@@ -532,6 +533,13 @@ PIPELINES: dict[str, PipelineSpec] = {
             "the planner over the sparse and dense searchers",
             _PLANNER_SEARCHERS,
             _planner(_PLANNER_SEARCHERS),
+        ),
+        PipelineSpec(
+            "draft-first",
+            "hoptree's default: a one-call draft first, the planner (no follow-up rounds) "
+            "where the router sends the question, the better-supported answer kept",
+            _PLANNER_SEARCHERS,
+            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False),
         ),
         PipelineSpec(
             "full+tree",

@@ -25,16 +25,24 @@ class ReaderReply(BaseModel):
 
 
 async def read_short_answer(
-    chat: BaseChatModel, question: str, passages: str, *, scope: RunScope, step: str
+    chat: BaseChatModel,
+    question: str,
+    passages: str,
+    *,
+    scope: RunScope,
+    step: str,
+    logprobs: bool = False,
 ) -> Reply[ReaderReply]:
     """The reader's one call over ``passages``, numbered and trimmed as
-    ``searchers.passages.numbered_passages`` writes them around the question."""
+    ``searchers.passages.numbered_passages`` writes them around the question; ``logprobs``
+    asks for the reply tokens' log-probabilities (the draft's confidence)."""
     return await ask(
         chat,
         ReaderReply,
         prompts.render("rag_answer", question=question, passages=passages),
         scope=scope,
         step=step,
+        logprobs=logprobs,
     )
 
 

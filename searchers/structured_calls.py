@@ -30,6 +30,9 @@ class Reply(Generic[T]):
     error: str | None = None
     cut: bool = False  # the model stopped at its token limit; ``value`` is what was salvaged
     timed_out: bool = False  # no reply in time (the model is alive but slow or queued)
+    # (token, log-probability) of each reply token, when asked for (``ask(logprobs=True)``)
+    # and the server returned them; empty otherwise
+    token_logprobs: tuple[tuple[str, float], ...] = ()
 
 
 def capped(chat: BaseChatModel, max_tokens: int | None) -> BaseChatModel:
@@ -101,11 +104,14 @@ async def ask(
     step: str,
     max_tokens: int | None = None,
     meter: RunScope | None = None,
+    logprobs: bool = False,
 ) -> Reply[T]:
     """Ask for ``schema``; the call is charged to ``scope`` first, and the timeout it gets is
     the one the scope returns. Raises only ``BudgetExceeded`` (before spending anything).
     ``max_tokens`` lowers the model's reply limit for this call. ``meter`` is the deprecated
-    name of ``scope``, kept for plugins written against ``BudgetMeter``."""
+    name of ``scope``, kept for plugins written against ``BudgetMeter``. ``logprobs`` asks an
+    OpenAI-compatible server for each reply token's log-probability (``Reply.token_logprobs``;
+    other models reply without them)."""
     if scope is None:
         if meter is None:
             raise TypeError("ask() needs the scope to charge the call to (scope=...)")
@@ -114,6 +120,8 @@ async def ask(
     timeout = scope.charge()
     lean = bound_to_schema(chat, schema, max_tokens)
     runnable = lean if lean is not None else structured(chat, schema, max_tokens)
+    if logprobs and lean is not None:
+        runnable = lean.bind(logprobs=True)
     try:
         out = await asyncio.wait_for(
             runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
@@ -131,13 +139,27 @@ async def ask(
             cut=text is not None,
             timed_out="Timeout" in type(exc).__name__,  # the client's own (openai, httpx)
         )
+    tokens = reply_logprobs(out) if logprobs else ()
     if lean is not None:
         out = _parsed_message(out, schema)
     parsed = out.get("parsed") if isinstance(out, dict) else out
     if isinstance(parsed, schema):
-        return Reply(parsed)
+        return Reply(parsed, token_logprobs=tokens)
     problem = out.get("parsing_error") if isinstance(out, dict) else None
     return Reply(None, f"{step}: unparseable reply ({str(problem)[:200] or 'empty'})")
+
+
+def reply_logprobs(message: object) -> tuple[tuple[str, float], ...]:
+    """(token, log-probability) pairs of an OpenAI-compatible reply's message, as
+    langchain-openai keeps them (``response_metadata["logprobs"]["content"]``); empty when
+    the server sent none."""
+    meta = getattr(message, "response_metadata", None) or {}
+    content = (meta.get("logprobs") or {}).get("content") or []
+    pairs = []
+    for item in content:
+        if isinstance(item, dict) and isinstance(item.get("logprob"), int | float):
+            pairs.append((str(item.get("token", "")), float(item["logprob"])))
+    return tuple(pairs)
 
 
 def bound_to_schema(

@@ -52,7 +52,13 @@ def test_ask_json_piped_keeps_stdout_json_and_progress_on_stderr(
     assert result["short_answer"] == "the Seine"
     assert result["searchers"] == ["sparse"]
     lines = [line for line in proc.stderr.splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
-    assert lines[0].endswith("planning the search (searchers: sparse)"), proc.stderr
+    # the draft comes first: the question searched as written, read once, shown at once
+    draft_at = next(i for i, line in enumerate(lines) if "draft answer after" in line)
+    planning_at = next(i for i, line in enumerate(lines) if "planning the search" in line)
+    assert draft_at < planning_at, proc.stderr
+    assert lines[planning_at].endswith("planning the search (searchers: sparse)"), proc.stderr
+    assert result["draft"]["decision"]["escalate"] is True  # a chain: the router plans it
+    assert result["first_answer_s"] <= result["seconds"]
     assert any("planned 2 atomic queries" in line for line in lines), proc.stderr
     assert any("answer written" in line for line in lines), proc.stderr
 

@@ -57,7 +57,7 @@ def backend_over(
     agent = HoptreeAgent(
         chat,
         {planner_searcher.name: planner_searcher},
-        planner=PlannerSettings(),
+        planner=PlannerSettings(draft=False),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

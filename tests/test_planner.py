@@ -14,6 +14,7 @@ import pytest
 
 from agent.hoptree_agent import HoptreeAgent
 from agent.question import QuestionError
+from agent.settings import PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (
     ExplodingSearcher,
@@ -64,7 +65,11 @@ async def test_a_thread_remembers_the_previous_question(index, tmp_path: Path) -
     chat = two_hop_chat()
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "threads.sqlite")) as saver:
         agent = HoptreeAgent(
-            chat, {"keywords": KeywordSearcher(index)}, checkpointer=saver, llm_timeout_s=5
+            chat,
+            {"keywords": KeywordSearcher(index)},
+            planner=PlannerSettings(draft=False),  # the planner's prompts are what is tested
+            checkpointer=saver,
+            llm_timeout_s=5,
         )
         first = await agent.ask("Which river flows through Paris?", thread_id="t1")
         second = await agent.ask("How long is it?", thread_id="t1")

@@ -36,7 +36,9 @@ def test_the_drawn_graph_has_every_edge_a_run_can_take() -> None:
         assert ("verify", node) in drawn  # the next hops and the follow-ups
         assert (node, "findings") in drawn
     assert {
-        ("__start__", "decompose"),
+        ("__start__", "draft"),  # every question starts with the one-call draft
+        ("draft", "decompose"),  # the router sends it to the plan
+        ("draft", "__end__"),  # or the draft stands
         ("decompose", "answer"),  # nothing to search
         ("findings", "verify"),
         ("verify", "answer"),
@@ -55,7 +57,8 @@ def test_a_routing_step_may_go_to_any_search_node_or_the_answer() -> None:
 
 
 def runtime(**planner: Any) -> Any:
-    run = SimpleNamespace(searchers=dict.fromkeys(SEARCHERS), planner=PlannerSettings(**planner))
+    settings = PlannerSettings(**{"draft": False, **planner})
+    run = SimpleNamespace(searchers=dict.fromkeys(SEARCHERS), planner=settings)
     return SimpleNamespace(context=run)
 
 

@@ -120,6 +120,27 @@ def logprob_summary(logprobs: Sequence[float]) -> tuple[float | None, float | No
     return sum(finite) / len(finite), min(finite)
 
 
+def answer_logprobs(tokens: Sequence[tuple[str, float]], answer: str) -> list[float]:
+    """The log-probabilities of the reply tokens that wrote ``answer`` (the JSON value), not of
+    the JSON around it, which the schema forces and says nothing of the model's confidence:
+    the tokens overlapping the last place the reply's text holds ``answer``. All of them when
+    the answer cannot be found in the tokens (an escaped quote, a server that tokenizes
+    differently); none without tokens."""
+    if not tokens:
+        return []
+    text = "".join(token for token, _ in tokens)
+    start = text.rfind(answer) if answer else -1
+    if start < 0:
+        return [lp for _, lp in tokens]
+    end = start + len(answer)
+    chosen, at = [], 0
+    for token, lp in tokens:
+        if at < end and at + len(token) > start:
+            chosen.append(lp)
+        at += len(token)
+    return chosen
+
+
 def draft_signals(
     question: str,
     draft: str,

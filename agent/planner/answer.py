@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 import prompts
 from agent.checks.chains import open_end
 from agent.checks.citations import CitationCheck, SourceText, check_citations
+from agent.checks.escalation import Candidate, FinalChoice, PlanKind, final_choice
 from agent.checks.evidence import Finding, select_evidence
 from agent.checks.short_answer import ShortAnswer, settle_short_answer
 from agent.planner.plan import Plan
@@ -33,6 +34,7 @@ from agent.results import Citation, ShownSource, shown_source
 from agent.settings import PlannerSettings
 from searchers.passages import HitRecord, focus_text
 from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
+from searchers.searcher import RunScope
 from searchers.structured_calls import Reply, ask
 from searchers.verification import contains_span
 
@@ -170,6 +172,7 @@ class AnswerMode:
     resolved: bool = False  # the plan resolved (``citation_check.plan_resolved``)
     unplanned: bool = False  # an open plan answered without its findings (``answered_as``)
     nameless: tuple[str, ...] = ()  # queries naming nothing in a plan that found everything
+    step: str = "answer"  # the usage step its call is counted under ("draft" for the draft)
 
 
 def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
@@ -261,15 +264,28 @@ class Written:
 
 
 async def _write(
-    run: PlannerRun, plan: Plan, mode: AnswerMode, texts: list[SourceText], step: str | None
+    run: PlannerRun,
+    plan: Plan,
+    mode: AnswerMode,
+    texts: list[SourceText],
+    step: str | None,
+    scope: RunScope,
+    *,
+    logprobs: bool = False,
 ) -> Reply[FinalAnswer] | Reply[ReaderReply]:
-    """The answer's one reserved call (``PlannerRun.answer_scope``: beyond what the rounds
-    could spend). An open plan read as one-call RAG reads as one-call RAG does: its reader
-    writes the short answer alone."""
+    """The answer's one call, charged to ``scope`` (the answer's reserved one,
+    ``PlannerRun.answer_scope``, beyond what the rounds could spend; the draft's is the
+    rounds'). An open plan read as one-call RAG reads as one-call RAG does: its reader writes
+    the short answer alone."""
     passages_text = "\n".join(f"[{t.n}] {t.title}: {t.text}" for t in texts)
     if mode.reader:
         return await read_short_answer(
-            run.chat, plan.question, passages_text, scope=run.answer_scope(), step="answer"
+            run.chat,
+            plan.question,
+            passages_text,
+            scope=scope,
+            step=mode.step,
+            logprobs=logprobs,
         )
     return await ask(
         run.chat,
@@ -281,7 +297,7 @@ async def _write(
             open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
         ),
-        scope=run.answer_scope(),
+        scope=scope,
         step="answer",
         max_tokens=ANSWER_MAX_TOKENS,
     )
@@ -363,17 +379,54 @@ def _shown(mode: AnswerMode, chars: int) -> list[ShownSource]:
     ]
 
 
-async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
-    """Write the answer as the plan's mode says, then settle and check it (no call)."""
-    run = runtime.context
-    started = time.monotonic()
-    plan = Plan.from_json(state)
-    mode = choose_mode(plan, run.planner)
-    shown = _shown(mode, run.planner.passage_chars)
+@dataclass(frozen=True)
+class Composed:
+    """One written, settled and checked answer: the answer step's, or the draft's."""
+
+    short: str
+    text: str  # the cited long answer
+    citations: list[Citation]
+    shown: list[ShownSource]
+    sources: list[HitRecord]
+    report: dict[str, Any]  # ``citation_check``
+    errors: list[str]
+    grounded: bool  # the short answer is a span of the shown passages or a supported finding
+    token_logprobs: tuple[tuple[str, float], ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        """The state's answer fields."""
+        return {
+            "short_answer": self.short,
+            "answer": self.text,
+            "citations": [c.to_json() for c in self.citations],
+            "sources": self.shown,
+            "citation_check": self.report,
+        }
+
+    def event(self) -> dict[str, Any]:
+        return {
+            "short_answer": self.short,
+            "answer": self.text,
+            "citations": [c.id for c in self.citations],
+            "sources": [s["id"] for s in self.sources],
+            "check": self.report,
+        }
+
+
+def finish(
+    plan: Plan,
+    mode: AnswerMode,
+    shown: list[ShownSource],
+    written: Written,
+    *,
+    step: str | None,
+    follow_chain: bool,
+    reader: bool,
+) -> Composed:
+    """The written answer after the rules and the citation check (no call): the short answer
+    settled against the shown passages, the plan's hops and supported findings, the long
+    answer checked sentence by sentence, each cited passage a ``Citation``."""
     texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
-    step = open_step(plan) if mode.planned else None
-    reply = await _write(run, plan, mode, texts, step)
-    written = _written(reply, plan, mode, texts)
     settled = settle_short_answer(
         written.short,
         written.long,
@@ -381,38 +434,111 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
         plan.question,
         plan.hops() if mode.planned else [],
         plan.supported_findings(),
-        follow_chain=mode.planned and run.planner.chain_answer,
+        follow_chain=follow_chain,
     )
     long = written.long
-    if isinstance(reply.value, ReaderReply) and settled.text != written.short:
+    if reader and settled.text != written.short:
         long = holding_sentence(settled.text, [(t.n, t.text) for t in texts], plan.question) or ""
     check = check_citations(long, texts, plan.question)
     text = _cited_text(check, settled.text, texts, grounded=settled.grounded)
     sources = mode.sources
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
-    citations = [Citation.of(sources[n - 1], n) for n in cited]
-    report = _report(check, settled, mode, step, written.short)
-    emit(
-        runtime,
-        "answer",
-        {
-            "short_answer": settled.text,
-            "answer": text,
-            "citations": [c.id for c in citations],
-            "sources": [s["id"] for s in sources],
-            "check": report,
-        },
-        state.get("round", 1),
-        (time.monotonic() - started) * 1000,
+    return Composed(
+        short=settled.text,
+        text=text,
+        citations=[Citation.of(sources[n - 1], n) for n in cited],
+        shown=shown,
+        sources=sources,
+        report=_report(check, settled, mode, step, written.short),
+        errors=written.errors,
+        grounded=settled.grounded,
     )
-    turn = {"question": plan.question, "short_answer": settled.text}
-    return {
-        "errors": written.errors,
-        "short_answer": settled.text,
-        "answer": text,
-        "citations": [c.to_json() for c in citations],
-        "sources": shown,
-        "citation_check": report,
+
+
+async def compose(
+    run: PlannerRun, plan: Plan, mode: AnswerMode, scope: RunScope, *, logprobs: bool = False
+) -> Composed:
+    """Write the answer as ``mode`` says (one call on ``scope``), then settle and check it."""
+    shown = _shown(mode, run.planner.passage_chars)
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
+    step = open_step(plan) if mode.planned else None
+    reply = await _write(run, plan, mode, texts, step, scope, logprobs=logprobs)
+    written = _written(reply, plan, mode, texts)
+    composed = finish(
+        plan,
+        mode,
+        shown,
+        written,
+        step=step,
+        follow_chain=mode.planned and run.planner.chain_answer,
+        reader=isinstance(reply.value, ReaderReply),
+    )
+    if reply.token_logprobs:
+        composed = replace(composed, token_logprobs=reply.token_logprobs)
+    return composed
+
+
+async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    """Write the answer as the plan's mode says, then settle and check it (no call). After a
+    draft (``agent.planner.draft``) an open plan makes no call: the draft is its answer, or a
+    comparison computed over the plan's findings; a resolved plan's answer replaces the draft
+    only as ``escalation.final_choice`` rules, and the trace says which won and why."""
+    run = runtime.context
+    started = time.monotonic()
+    plan = Plan.from_json(state)
+    mode = choose_mode(plan, run.planner)
+    draft = state.get("draft") or {}
+    choice: FinalChoice | None = None
+    if draft.get("short_answer") is not None and not mode.resolved:
+        composed = redraft(plan, draft)
+        kind: PlanKind = "comparison" if "comparison" in composed.report else "open"
+        choice = final_choice(draft_candidate(draft), kind, Candidate(composed.short, True))
+    else:
+        composed = await compose(run, plan, mode, run.answer_scope())
+        if draft.get("short_answer") is not None:
+            kind = "comparison" if "comparison" in composed.report else "resolved"
+            plan_answer = Candidate(composed.short, composed.grounded)
+            choice = final_choice(draft_candidate(draft), kind, plan_answer)
+    if choice is not None and choice.source == "draft":
+        composed = redraft(plan, draft, settle=False)
+    data = composed.event()
+    if choice is not None:
+        data["final"] = {"source": choice.source, "reason": choice.reason}
+    emit(runtime, "answer", data, state.get("round", 1), (time.monotonic() - started) * 1000)
+    turn = {"question": plan.question, "short_answer": composed.short}
+    update: dict[str, Any] = {
+        "errors": composed.errors,
+        **composed.fields(),
         "stopped": state.get("stopped") or "sufficient",
         "history": [*state.get("history", []), turn][-10:],
     }
+    if choice is not None:
+        update["final_choice"] = {"source": choice.source, "reason": choice.reason}
+    return update
+
+
+def draft_candidate(draft: dict[str, Any]) -> Candidate:
+    return Candidate(str(draft.get("short_answer", "")), bool(draft.get("supported")))
+
+
+def redraft(plan: Plan, draft: dict[str, Any], *, settle: bool = True) -> Composed:
+    """The draft as an answer of this plan, with no call: as the draft step wrote it
+    (``settle=False``), or settled again with the plan's supported findings, which computes a
+    comparison the plan's findings answer ("A or B?" over both compared values)."""
+    shown: list[ShownSource] = list(draft.get("sources", []))
+    hits: list[HitRecord] = list(draft.get("hits", []))
+    mode = AnswerMode("draft", hits, plan.question, False, reader=True, step="draft")
+    if not settle:
+        return Composed(
+            short=draft["short_answer"],
+            text=draft["answer"],
+            citations=[Citation.from_json(c) for c in draft.get("citations", [])],
+            shown=shown,
+            sources=mode.sources,
+            report={**draft.get("citation_check", {}), "answered_as": "draft"},
+            errors=[],
+            grounded=bool(draft.get("supported")),
+        )
+    written = Written(draft.get("written", draft["short_answer"]), draft.get("long", ""), [])
+    composed = finish(plan, mode, shown, written, step=None, follow_chain=False, reader=True)
+    return replace(composed, report={**composed.report, "answered_as": "draft"})

@@ -27,76 +27,25 @@ it summarizes, and the planner then followed its inventions; every call costs se
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from agent.planner.answer import answer
 from agent.planner.decompose import decompose
+from agent.planner.draft import draft
 from agent.planner.findings import read_findings
-from agent.planner.plan import Plan, ResultKey
-from agent.planner.routing import after_decompose, after_verify, destinations, search_node
-from agent.planner.state import (
-    PlannerRun,
-    PlannerState,
-    SearchEntry,
-    SearchTask,
+from agent.planner.routing import (
+    DECOMPOSE,
+    after_decompose,
+    after_draft,
+    after_verify,
+    destinations,
+    search_node,
 )
-from agent.planner.trace import emit
+from agent.planner.search_step import search
+from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.verify import HOP_EXTRA_ROUNDS, verify
-from searchers.searcher import SearchResult, takes_scope
-
-
-async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
-    """One searcher on one atomic query. A searcher that raises, hangs or overruns the deadline
-    degrades the answer (the trace says so); it never fails the question.
-
-    The searcher gets the rounds' scope as ``scope=`` (a child of it with the task's
-    allowance when the task has one), so each of its LLM calls is charged to the question
-    before it is made. A searcher written before scopes (``search(query, *, k)``, see
-    ``takes_scope``) is called without one and the calls its result reports are counted on
-    that scope afterwards: the one compatibility path where calls are counted after the
-    fact."""
-    run = runtime.context
-    started = time.monotonic()
-    name, query = task["searcher"], task["query"]
-    searcher = run.searchers[name]
-    time_left = run.search_time_left()
-    error: str | None = None
-    result: SearchResult | None = None
-    allowance = task.get("max_llm_calls")
-    scope = run.rounds
-    if allowance is not None:  # a sub-scope: nothing spent beyond the task's allowance
-        scope = scope.child(max_llm_calls=allowance, deadline_s=time_left)
-    scoped = takes_scope(searcher)
-    if time_left <= 0:
-        error = "skipped: the question's deadline is near"
-    else:
-        call = (
-            searcher.search(query, k=run.planner.k, scope=scope)
-            if scoped
-            else searcher.search(query, k=run.planner.k)
-        )
-        try:
-            result = await asyncio.wait_for(call, timeout=time_left)
-        except TimeoutError:
-            error = f"no result within the {time_left:.0f}s left before the deadline"
-        except Exception as exc:  # a plugin's bug must not end the question
-            error = f"{type(exc).__name__}: {str(exc)[:300]}"
-    if result is None:
-        result = SearchResult.failed(name, query, error or "no result", started)
-    elif not scoped:
-        scope.count(result.llm_calls)
-    record: SearchEntry = {"sub_query_id": task["sub_query_id"], **result.to_json()}
-    emit(runtime, "search", record, task["round"], result.ms)
-    errors = [f"{name} on {query!r}: {result.error}"] if result.error else []
-    return {
-        **Plan.search_update(ResultKey(task["sub_query_id"], name), record),
-        "errors": errors,
-    }
 
 
 def build_planner_graph(searchers: list[str], checkpointer: Any = None):
@@ -104,14 +53,16 @@ def build_planner_graph(searchers: list[str], checkpointer: Any = None):
     run can take declared here (the routing steps with their destinations, ``routing``), so
     the compiled graph and its drawing show the real flow."""
     graph = StateGraph(PlannerState, context_schema=PlannerRun)
-    graph.add_node("decompose", decompose)
+    graph.add_node("draft", draft)
+    graph.add_node(DECOMPOSE, decompose)
     for name in searchers:
         graph.add_node(search_node(name), search)
         graph.add_edge(search_node(name), "findings")
     graph.add_node("findings", read_findings)
     graph.add_node("verify", verify)
     graph.add_node("answer", answer)
-    graph.add_edge(START, "decompose")
+    graph.add_edge(START, "draft")
+    graph.add_conditional_edges("draft", after_draft, [DECOMPOSE, END])
     graph.add_conditional_edges("decompose", after_decompose, destinations(searchers))
     graph.add_edge("findings", "verify")
     graph.add_conditional_edges("verify", after_verify, destinations(searchers))
@@ -120,6 +71,6 @@ def build_planner_graph(searchers: list[str], checkpointer: Any = None):
 
 
 def recursion_limit(max_rounds: int) -> int:
-    """Supersteps per round: search, findings, verify; plus decompose and answer, and the
+    """Supersteps per round: search, findings, verify; plus draft, decompose and answer, and the
     rounds planned hops may run past ``max_rounds`` (``verify.HOP_EXTRA_ROUNDS``)."""
     return 3 * (max_rounds + HOP_EXTRA_ROUNDS) + 10

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -18,6 +19,7 @@ from agent.planner.plan import QUESTION_SEARCH_ID, Plan
 from agent.planner.state import PlannerRun, PlannerState, SearchTask, SubQuery
 
 ANSWER = "answer"
+DECOMPOSE = "decompose"
 
 
 def search_node(searcher: str) -> str:
@@ -73,12 +75,23 @@ def after_decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[S
     plan = Plan.from_json(state)
     ready = _pending(plan)
     planned = list(plan.sub_queries.values())
+    searched = bool(plan.results_of(QUESTION_SEARCH_ID))  # by the draft: never twice
     extra = (
         question_sends(plan.question, run.searchers)
-        if run.planner.question_search and ready and not plan.is_question_itself(planned)
+        if run.planner.question_search
+        and ready
+        and not searched
+        and not plan.is_question_itself(planned)
         else []
     )
     return [*sends(ready, run.searchers), *extra] or ANSWER
+
+
+def after_draft(state: PlannerState) -> str:
+    """The plan, unless the draft stands (the router said so: ``agent.planner.draft``); with
+    no draft (switched off, or it failed) the plan runs as it always did."""
+    decision = (state.get("draft") or {}).get("decision") or {}
+    return END if decision.get("escalate") is False else DECOMPOSE
 
 
 def after_verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[Send] | str:

@@ -95,6 +95,10 @@ class PlannerState(TypedDict, total=False):
     citations: list[dict[str, Any]]  # Citation.to_json(), made by the answer step
     sources: list[ShownSource]
     citation_check: dict[str, Any]  # how many sentences of the cited answer were kept/dropped
+    # the one-call draft (``agent.planner.draft``): its answer, citations, shown passages and
+    # the router's signals and decision; {} without one
+    draft: dict[str, Any]
+    final_choice: dict[str, Any]  # after a draft: which answer the person got, and why
 
 
 class SearchTask(TypedDict):
@@ -131,6 +135,8 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "citations": [],
         "sources": [],
         "citation_check": {},
+        "draft": {},
+        "final_choice": {},
     }
 
 

@@ -220,6 +220,9 @@ def result_from_json(data: dict[str, Any]) -> AskResult:
         citation_check=dict(data.get("citation_check") or {}),
         degraded=bool(data.get("degraded", False)),
         degraded_reasons=list(data.get("degraded_reasons", [])),
+        draft=data.get("draft"),
+        final_choice=data.get("final_choice"),
+        first_answer_s=data.get("first_answer_s"),
     )
 
 

@@ -1,0 +1,157 @@
+"""The ``draft`` node: a cited answer in seconds, before any plan (issue 53).
+
+Every question starts with one-call RAG over its own hits: the question as written is searched
+by every searcher with no LLM call (what an open plan's answer reads anyway,
+``routing.question_sends``), and one-call RAG's reader reads the first ``answer_sources`` of
+them (one call, ~8 s on the embedded model, where the plan takes about a minute). The draft's
+short answer is settled and its citations checked exactly as the answer step's are
+(``answer.compose``), and it reaches the person at once as a ``draft`` trace event.
+
+The router (``agent.checks.escalation.decide``) then reads free signals of that draft: the
+question's shape, whether the short answer is a span of its passages, whether it is empty or
+only restates the question, the reply tokens' log-probabilities when the server returns them.
+When the draft stands the run ends here with it as the answer; otherwise the plan runs, its
+first round reuses the draft's searches, and the answer step decides which answer wins
+(``answer.answer``). A draft that cannot be written (the call failed or timed out, nothing was
+found) is no draft: the plan runs, and the trace says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.checks.citations import SourceText
+from agent.checks.escalation import Policy, answer_logprobs, decide, draft_signals
+from agent.planner.answer import AgentRunError, AnswerMode, Composed, compose
+from agent.planner.plan import QUESTION_SEARCH_ID, Plan
+from agent.planner.search_step import search
+from agent.planner.shapes import question_shape
+from agent.planner.state import PlannerRun, PlannerState, SearchTask
+from agent.planner.trace import emit
+from agent.settings import PlannerSettings
+from searchers.searcher import BudgetExceeded
+
+
+def router_policy(cfg: PlannerSettings) -> Policy:
+    """The router's policy from the planner's settings."""
+    return Policy(
+        name=cfg.router, escalate_weak=cfg.router_weak, min_logprob=cfg.router_min_logprob
+    )
+
+
+async def _question_searches(
+    question: str, runtime: Runtime[PlannerRun]
+) -> tuple[dict[str, Any], list[str]]:
+    """The question as written on every searcher at once, no LLM call (``QUESTION_SEARCH_ID``):
+    the draft's passages, and the plan's first round's question search, done once."""
+    tasks = [
+        SearchTask(
+            sub_query_id=QUESTION_SEARCH_ID, query=question, searcher=name, round=0, max_llm_calls=0
+        )
+        for name in runtime.context.searchers
+    ]
+    updates = await asyncio.gather(*(search(task, runtime) for task in tasks))
+    searches: dict[str, Any] = {}
+    errors: list[str] = []
+    for update in updates:
+        searches.update(update["searches"])
+        errors.extend(update["errors"])
+    return searches, errors
+
+
+def draft_record(composed: Composed, seconds: float) -> dict[str, Any]:
+    """What the state keeps of the draft: enough to answer with it later without a call."""
+    return {
+        "short_answer": composed.short,
+        "answer": composed.text,
+        "citations": [c.to_json() for c in composed.citations],
+        "sources": composed.shown,
+        "hits": composed.sources,
+        "citation_check": composed.report,
+        "supported": composed.grounded,
+        "written": composed.report.get("short_answer_written", composed.short),
+        "seconds": seconds,
+    }
+
+
+def public_draft(record: dict[str, Any]) -> dict[str, Any]:
+    """The draft as the person sees it (the ``draft`` event and ``AskResult.draft``): the
+    answer, its citations, when it came, and the router's signals and decision."""
+    keys = ("short_answer", "answer", "citations", "seconds", "signals", "decision", "error")
+    public = {key: record[key] for key in keys if key in record}
+    if "seconds" in public:
+        public["seconds"] = round(public["seconds"], 2)
+    return public
+
+
+async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
+    """Search the question, read it once, decide whether to plan (module doc). A no-op when
+    the draft is switched off (``PlannerSettings.draft``) or the thread's question is a
+    follow-up of an earlier one (its words refer to a conversation the draft cannot read)."""
+    run = runtime.context
+    cfg = run.planner
+    if not cfg.draft or state.get("history"):
+        return {}
+    started = time.monotonic()
+    question = state["question"]
+    searches, errors = await _question_searches(question, runtime)
+    plan = Plan.from_json({**state, "searches": searches})
+    hits = [hit.to_json() for hit in plan.question_hits(cfg.k)[: cfg.answer_sources]]
+    update: dict[str, Any] = {"searches": searches, "errors": errors}
+    if not hits:
+        return {**update, "draft": _no_draft(runtime, "no passage matched the question", started)}
+    mode = AnswerMode("draft", hits, question, False, reader=True, step="draft")
+    try:
+        composed = await compose(run, plan, mode, run.rounds, logprobs=True)
+    except (AgentRunError, BudgetExceeded) as exc:
+        return {**update, "draft": _no_draft(runtime, f"no draft: {exc}", started)}
+    if composed.errors:  # the call failed and a fallback wrote it: not a draft to stand on
+        return {**update, "draft": _no_draft(runtime, composed.errors[0], started)}
+    record = draft_record(composed, time.monotonic() - run.started)
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in composed.shown]
+    signals = draft_signals(
+        question,
+        composed.short,
+        texts,
+        question_shape(question),
+        logprobs=answer_logprobs(composed.token_logprobs, record["written"]),
+        top_score=float(hits[0]["score"]),
+    )
+    policy = router_policy(cfg)
+    decision = decide(signals, policy)
+    record["signals"] = signals.as_dict()
+    record["decision"] = {
+        "escalate": decision.escalate,
+        "reason": decision.reason,
+        "policy": policy.name,
+    }
+    ms = (time.monotonic() - started) * 1000
+    emit(runtime, "draft", {**public_draft(record), "final": not decision.escalate}, 0, ms)
+    update["draft"] = record
+    if decision.escalate:
+        return update
+    # the draft stands: it is the answer, and the run ends here (``routing.after_draft``)
+    turn = {"question": question, "short_answer": composed.short}
+    report = {**composed.report, "answered_as": "draft"}
+    emit(runtime, "answer", {**composed.event(), "check": report}, 0, 0.0)
+    return {
+        **update,
+        **composed.fields(),
+        "citation_check": report,
+        "stopped": "draft",
+        "final_choice": {"source": "draft", "reason": decision.reason},
+        "history": [*state.get("history", []), turn][-10:],
+    }
+
+
+def _no_draft(runtime: Runtime[PlannerRun], why: str, started: float) -> dict[str, Any]:
+    """No draft could be written: the plan runs (the router is not asked), and the trace says
+    why."""
+    record = {"error": why, "decision": {"escalate": True, "reason": why, "policy": "none"}}
+    ms = (time.monotonic() - started) * 1000
+    emit(runtime, "draft", {**public_draft(record), "final": False}, 0, ms)
+    return record

@@ -1,0 +1,163 @@
+"""Draft first (``agent.planner.draft``): the one-call draft, the router after it, and which
+answer wins when the plan runs. Scripted chat models over a real tantivy index; every test
+fails with the draft or the router switched off."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from agent.checks.escalation import answer_logprobs
+from agent.settings import PlannerSettings
+from searchers.sparse_tantivy import TantivySparseIndex
+from searchers.structured_calls import reply_logprobs
+from tests.planner_scripts import (
+    QUESTION,
+    KeywordSearcher,
+    agent_with,
+    passages_index,
+    reply,
+    two_hop_chat,
+)
+from tests.routed_chat import RoutedChatModel
+
+SINGLE = "Which river flows through Paris?"
+DRAFT = PlannerSettings()  # the product's defaults (``agent_with`` switches the draft off)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
+    return passages_index(tmp_path_factory)
+
+
+def routes(chat: RoutedChatModel) -> list[str]:
+    return [route for route, _ in chat.seen]
+
+
+async def test_a_single_fact_is_answered_by_the_draft_alone(index) -> None:
+    chat = two_hop_chat()
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher], DRAFT).ask(SINGLE)
+    assert routes(chat) == ["rag_answer"]  # one call: no plan, no second read
+    assert searcher.queries == [SINGLE]
+    assert result.short_answer == "Seine" and result.stopped == "draft"
+    assert result.draft is not None and result.draft["decision"]["escalate"] is False
+    assert result.draft["short_answer"] == "Seine"
+    assert [c.id for c in result.citations] == [c["id"] for c in result.draft["citations"]]
+    assert result.citations and result.citations[0].title == "Seine"
+    assert result.final_choice == {"source": "draft", "reason": "draft stands: supported"}
+    assert result.citation_check["answered_as"] == "draft"
+    kinds = [event.kind for event in result.trace]
+    assert kinds == ["search", "draft", "answer"]
+    assert result.first_answer_s is not None and result.first_answer_s <= result.seconds
+
+
+async def test_switched_off_the_planner_runs_from_the_start(index) -> None:
+    chat = two_hop_chat()
+    result = await agent_with(chat, [KeywordSearcher(index)], PlannerSettings(draft=False)).ask(
+        SINGLE
+    )
+    assert routes(chat)[0] == "decompose"
+    assert result.draft is None and result.final_choice is None
+    assert "draft" not in [event.kind for event in result.trace]
+
+
+async def test_a_chain_goes_to_the_plan_and_the_question_is_searched_once(index) -> None:
+    chat = two_hop_chat()
+    searcher = KeywordSearcher(index)
+    result = await agent_with(chat, [searcher], DRAFT).ask(QUESTION)
+    assert routes(chat)[:2] == ["rag_answer", "decompose"]
+    assert searcher.queries.count(QUESTION) == 1  # the draft's search serves the plan too
+    assert result.draft is not None
+    assert result.draft["decision"] == {
+        "escalate": True,
+        "reason": "shape: chain",
+        "policy": "fitted",
+    }
+    # the resolved chain agrees with the draft ("the Seine" and "Seine"): the plan's answer
+    assert result.short_answer == "the Seine"
+    assert result.final_choice == {"source": "plan", "reason": "resolved agrees with the draft"}
+    draft_event = next(e for e in result.trace if e.kind == "draft")
+    assert draft_event.data["final"] is False and draft_event.data["signals"]["shape"] == "chain"
+
+
+async def test_a_supported_chain_replaces_a_different_draft(index) -> None:
+    chat = two_hop_chat()
+    chat.routes["rag_answer"] = reply(answer="Paris")  # the bridge, a span of its passages
+    result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(QUESTION)
+    assert result.draft is not None and result.draft["short_answer"] == "Paris"
+    assert result.short_answer == "the Seine"
+    assert result.final_choice == {"source": "plan", "reason": "supported chain over one read"}
+    answer_event = next(e for e in result.trace if e.kind == "answer")
+    assert answer_event.data["final"]["source"] == "plan"
+
+
+async def test_an_open_plan_answers_with_the_draft_without_reading_again(index) -> None:
+    chat = two_hop_chat()
+    chat.routes["summarize"] = reply(findings=[{"query": 1, "answer": "", "passages": []}])
+    result = await agent_with(chat, [KeywordSearcher(index)], DRAFT, max_rounds=1).ask(QUESTION)
+    assert routes(chat).count("rag_answer") == 1  # the draft's; the open plan reads nothing
+    assert "answer" not in routes(chat)
+    assert result.short_answer == "Seine"
+    assert result.final_choice == {"source": "draft", "reason": "plan open: the draft stands"}
+    assert result.citation_check["answered_as"] == "draft"
+    assert result.citations and result.citations[0].title == "Seine"
+
+
+@pytest.mark.parametrize(
+    ("router", "escalates"), [("always", True), ("never", False), ("fitted", False)]
+)
+async def test_the_router_setting_decides_on_a_single_fact(index, router, escalates) -> None:
+    chat = two_hop_chat()
+    settings = PlannerSettings(router=router)
+    result = await agent_with(chat, [KeywordSearcher(index)], settings).ask(SINGLE)
+    assert result.draft is not None
+    assert result.draft["decision"]["escalate"] is escalates
+    assert ("decompose" in routes(chat)) is escalates
+
+
+async def test_router_never_keeps_the_draft_even_for_a_chain(index) -> None:
+    chat = two_hop_chat()
+    result = await agent_with(chat, [KeywordSearcher(index)], PlannerSettings(router="never")).ask(
+        QUESTION
+    )
+    assert routes(chat) == ["rag_answer"]
+    assert result.short_answer == "Seine" and result.draft is not None
+
+
+async def test_a_weak_draft_is_planned_when_the_router_reads_weakness(index) -> None:
+    chat = two_hop_chat()
+    chat.routes["rag_answer"] = reply(answer="unknown")
+    weak = PlannerSettings(router_weak=True)
+    result = await agent_with(chat, [KeywordSearcher(index)], weak).ask(SINGLE)
+    assert result.draft is not None and result.draft["signals"]["empty"] is True
+    assert result.draft["decision"]["reason"].startswith("weak draft")
+    assert "decompose" in routes(chat)
+
+
+async def test_a_draft_that_cannot_be_written_hands_over_to_the_plan(index) -> None:
+    chat = two_hop_chat()
+    chat.routes["rag_answer"] = reply(wrong_field="no")  # unparseable: no draft
+    result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(SINGLE)
+    assert result.draft is not None and "error" in result.draft
+    assert result.draft["decision"]["escalate"] is True
+    assert "decompose" in routes(chat)
+    assert result.final_choice is None and result.short_answer
+
+
+def test_the_draft_confidence_reads_the_answer_tokens_not_the_json() -> None:
+    tokens = [('{"', -0.01), ("answer", -0.02), ('":', 0.0), (' "', -0.1), ("Se", -2.0)]
+    tokens += [("ine", -0.5), ('"}', -0.01)]
+    assert answer_logprobs(tokens, "Seine") == [-2.0, -0.5]
+    assert answer_logprobs(tokens, "Danube") == [lp for _, lp in tokens]
+    assert answer_logprobs([], "Seine") == []
+
+
+def test_logprobs_are_read_from_an_openai_compatible_reply() -> None:
+    content = [{"token": "Se", "logprob": -1.5}, {"token": "ine", "logprob": -0.25}]
+    message = AIMessage(content="Seine", response_metadata={"logprobs": {"content": content}})
+    assert reply_logprobs(message) == (("Se", -1.5), ("ine", -0.25))
+    assert reply_logprobs(AIMessage(content="Seine")) == ()
+    assert reply_logprobs(SimpleNamespace()) == ()
