@@ -490,6 +490,22 @@ def planner_record(result: AskResult) -> dict[str, Any]:
         # the rows (benchmarks/open_answer_ab.py) can tell which paragraph was shown
         "source_ids": [s["id"] for s in result.sources],
         "citation_check": result.citation_check,
+        **draft_record(result),
+    }
+
+
+def draft_record(result: AskResult) -> dict[str, Any]:
+    """Draft first (``draft-first``): the draft's short answer, when it came, the router's
+    signals and decision, and which answer won; nothing for a run without a draft, so rows of
+    the other planner pipelines stay as they were."""
+    if result.draft is None:
+        return {}
+    draft = {k: v for k, v in result.draft.items() if k not in ("answer", "citations")}
+    draft["citation_ids"] = [c["id"] for c in result.draft.get("citations", [])]
+    return {
+        "draft": draft,
+        "final_choice": result.final_choice,
+        "first_answer_s": result.first_answer_s,
     }
 
 
