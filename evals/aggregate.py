@@ -1,7 +1,8 @@
 """The means of a run's rows: what ``metrics.json`` holds. Scores become percentages (0-100,
 as papers print them) per question type and overall; costs (calls, tokens, seconds) are means
 per question, with what the LLM cache saved counted apart; planner runs add their stop reasons
-and plan sizes. Rendering them is ``evals.report``'s job (and ``evals.compare``'s, for several
+and plan sizes, draft-first runs their escalation rate and time to the first answer
+(``evals.drafts``). Rendering them is ``evals.report``'s job (and ``evals.compare``'s, for several
 runs)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evals.drafts import draft_means
 from evals.metrics import mean_defined
 
 
@@ -88,6 +90,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ),
         "llm_cache_recorded_n": len(cached),
         **_planner_means(rows),
+        **draft_means(rows),  # draft-first runs: escalation rate, time to the first answer
         # which commit made the rows (rows from before the field existed are left out)
         "code_versions": dict(Counter(str(r["code"]) for r in rows if r.get("code")).most_common()),
         "errors": sum(1 for r in rows if r.get("error")),

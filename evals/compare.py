@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.aggregate import aggregate
+from evals.drafts import first_answer_times
 from evals.paired import (
     PairedComparison,
     RunRows,
@@ -104,18 +105,60 @@ COMPARE_COLUMNS = [
 ]
 # columns that only rows written since the LLM cache's share was recorded carry
 CACHE_COLUMNS = {"llm_cache_hits_per_question", "prompt_tokens_without_cache_per_question"}
+DRAFT_KEYS = {"escalation_rate", "first_answer_s_median", "first_answer_s_p90"}
 # shown after gold recall once some run's rows record it (planner rows since hop recall exists)
 HOP_RECALL_COLUMN = ("hop_recall", "Hop recall")
 
 
+# shown once some compared run answered draft first (issue 53): how often its router ran the
+# plan, and when the first answer came (a run without drafts: its seconds, its only answer)
+DRAFT_COLUMNS = [
+    ("escalation_rate", "escalated %"),
+    ("first_answer_s_median", "first answer s"),
+    ("first_answer_s_p90", "first answer s p90"),
+]
+
+
 def compare_columns(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[tuple[str, str]]:
-    """The comparison's columns: hop recall joins them only when some run recorded it, so a
-    comparison of runs from before it existed reads exactly as it did."""
+    """The comparison's columns: hop recall joins them only when some run recorded it, and the
+    draft columns only when some run drafted, so a comparison of runs from before either existed
+    reads exactly as it did."""
     columns = list(COMPARE_COLUMNS)
     if any(m.get("hop_recall_n") for _, m in runs):
         at = columns.index(("gold_recall", "Gold recall")) + 1
         columns.insert(at, HOP_RECALL_COLUMN)
+    if any(m.get("draft_recorded_n") for _, m in runs):
+        columns += DRAFT_COLUMNS
     return columns
+
+
+def with_first_answer(metrics: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``metrics`` with the median and 90th percentile of the time to the first answer over
+    ``rows`` (``evals.drafts.first_answer_seconds``: a run without drafts answers once, so its
+    seconds). Read from the rows, so a run without drafts, or rows re-scored on the common
+    questions, get them all the same; without rows ``metrics`` is left as it is."""
+    if not rows:
+        return metrics
+    median, p90 = first_answer_times(rows)
+    return {
+        **metrics,
+        "first_answer_s_median": None if median is None else round(median, 2),
+        "first_answer_s_p90": None if p90 is None else round(p90, 2),
+    }
+
+
+def _draft_cell(metrics: dict[str, Any], key: str) -> str:
+    """A draft column's cell: "-" for the escalation rate of a run that drafted nothing, and
+    the time to the first answer in seconds (a run without drafts: its own seconds; its median
+    from ``metrics.json`` when its rows are unreadable)."""
+    if key == "escalation_rate":
+        if not metrics.get("draft_recorded_n"):
+            return "-"
+        return format_value(metrics.get(key), 1)
+    value = metrics.get(key)
+    if value is None and key == "first_answer_s_median":
+        value = metrics.get("seconds_median")
+    return "-" if value is None else format_value(float(value), 1)
 
 
 def with_hop_recall(metrics: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -159,6 +202,9 @@ def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[st
                 continue
             if key == "hop_recall":
                 cells.append(_hop_recall_cell(metrics))
+                continue
+            if key in DRAFT_KEYS:
+                cells.append(_draft_cell(metrics, key))
                 continue
             if key == "dataset":
                 value = Path(str(value)).name
@@ -273,8 +319,9 @@ def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | N
 
 @dataclass(frozen=True)
 class Comparison:
-    """What ``hoptree eval compare`` shows: each run's metrics (hop recall added from its
-    rows), and the paired analysis when the runs answered one file, or why there is none."""
+    """What ``hoptree eval compare`` shows: each run's metrics (hop recall and the time to the
+    first answer added from its rows), and the paired analysis when the runs answered one file,
+    or why there is none."""
 
     runs: list[tuple[Path, dict[str, Any]]]
     paired: PairedComparison | None
@@ -299,7 +346,7 @@ def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed:
         shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
         details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
     loaded = [
-        (path, with_hop_recall(metrics, rows or []))
+        (path, with_first_answer(with_hop_recall(metrics, rows or []), rows or []))
         for (path, metrics), rows in zip(loaded, details, strict=True)
     ]
     paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)

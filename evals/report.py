@@ -58,6 +58,22 @@ def _planner_lines(metrics: dict[str, Any]) -> list[str]:
     ]
 
 
+def _draft_lines(metrics: dict[str, Any]) -> list[str]:
+    """Draft first's two numbers (``evals.drafts``): how often the plan ran after the draft, and
+    how long the first answer took; nothing for a run without drafts."""
+    drafted = metrics.get("draft_recorded_n")
+    if not drafted:
+        return []
+    over = _over_recorded(metrics, drafted)
+    return [
+        "",
+        f"Draft first: the router ran the planner after {metrics.get('escalated_n')} of "
+        f"{drafted} drafts ({format_value(metrics.get('escalation_rate'), 1)}%){over}; "
+        f"the first answer came after {format_value(metrics.get('first_answer_s_median'), 1)} s "
+        f"(median), {format_value(metrics.get('first_answer_s_p90'), 1)} s (90th percentile).",
+    ]
+
+
 def _limit(value: Any) -> str:
     return "none, the whole file" if value is None else str(value)
 
@@ -214,6 +230,7 @@ def report_markdown(metrics: dict[str, Any], plot_name: str | None = PLOT_FILE) 
         lines.append(f"| {label} | {format_value(mean)} | {format_value(middle)} |")
     lines += _cache_lines(metrics)
     lines += _planner_lines(metrics)
+    lines += _draft_lines(metrics)
     by_type = metrics.get("by_type") or {}
     if by_type:
         lines += ["", "| question type | n | EM | F1 |", "|---|---|---|---|"]
