@@ -9,7 +9,8 @@ the cheapest complete comparisons first.
 
 Two suites: ``default`` (the first measurements, ``evals/results/<dataset>``) and ``chains``
 (issue 33: held-out report slices, tuning slices and the MuSiQue ablations, in
-``evals/results/v4``, LLM cache off).
+``evals/results/v4``, LLM cache off; issue 53's draft-first runs on the same slices beside it,
+in ``evals/results/v5``).
 """
 
 from __future__ import annotations
@@ -56,11 +57,16 @@ class Slice:
 
 @dataclass(frozen=True)
 class Stage:
-    """Every pipeline on every slice; ``limit`` (when set) overrides the slices' own."""
+    """Every pipeline on every slice; ``limit`` (when set) overrides the slices' own.
+
+    ``folder`` (when set) names a sibling of the suite's results folder that the stage's runs
+    go to (``v5`` beside ``v4``): a new version of the agent measured against the committed runs
+    without entering their comparison tables, which were written over another code version."""
 
     pipelines: tuple[str, ...]
     slices: tuple[str, ...]
     limit: int = 0
+    folder: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,10 @@ DEFAULT_SUITE = Suite(
 MUSIQUE = "musique/musique_ans_dev_174.jsonl"
 _REPORT = ("hotpotqa_b", "2wiki", "musique")
 _TUNE = ("tune/musique", "tune/2wiki", "tune/hotpotqa")
+# issue 53: draft first, measured in a folder of its own beside v4 (v4's tables compare runs of
+# the code before it); the time to the first answer on HotpotQA _a 1-30, as the issue asks
+DRAFT_FOLDER = "v5"
+FIRST_ANSWER = "first-answer/hotpotqa_a"
 CHAINS_SUITE = Suite(
     name="chains",
     out="evals/results/v4",
@@ -111,12 +121,16 @@ CHAINS_SUITE = Suite(
         "tune/musique": Slice(MUSIQUE, 0, 87),
         "tune/2wiki": Slice(DATASETS["2wiki"], 0, 100),
         "tune/hotpotqa": Slice(DATASETS["hotpotqa"], 0, 100),
+        FIRST_ANSWER: Slice(DATASETS["hotpotqa"], 0, 30),
     },
     stages={
         "cheap": Stage(("bm25", "hybrid", "oracle", "no-retrieval"), _REPORT),
         "planner": Stage(("full",), _REPORT),
         "ablations": Stage(("no-decompose", "no-summarize", "no-supplement"), ("musique",)),
         "tune": Stage(("bm25", "hybrid", "oracle", "full"), _TUNE),
+        "draft": Stage(("draft-first",), _REPORT, folder=DRAFT_FOLDER),
+        "first-answer": Stage(("draft-first",), (FIRST_ANSWER,), folder=DRAFT_FOLDER),
+        "draft-tune": Stage(("draft-first",), _TUNE, folder=DRAFT_FOLDER),
     },
     env={"HOPTREE_LLM__CACHE": "false"},
     # issue 33's bar: on each report slice, half the headroom and an interval above zero; hop
@@ -143,9 +157,18 @@ class SuiteRun:
     limit: int
     offset: int = 0
     file: str = ""  # under the data directory; empty: the default suite's DATASETS entry
+    folder: str = ""  # the stage's sibling of the results folder; empty: the folder itself
+
+    def results_dir(self, out: Path) -> Path:
+        """The results folder the run's slice folder sits in: ``out``, or its stage's sibling."""
+        return out.parent / self.folder if self.folder else out
 
     def out_dir(self, out: Path) -> Path:
-        return out / self.dataset / self.pipeline
+        return self.results_dir(out) / self.dataset / self.pipeline
+
+    def label(self) -> str:
+        """The slice as the status table names it: its folder said where it is not the suite's."""
+        return f"{self.dataset} ({self.folder})" if self.folder else self.dataset
 
     def dataset_file(self, data: Path) -> Path:
         return data / (self.file or DATASETS[self.dataset])
@@ -202,7 +225,7 @@ def suite_runs(
             for key in (k for k in spec.slices if _selects(k, names)):
                 part = suite.slices[key]
                 limit = spec.limit or part.limit
-                runs.append(SuiteRun(key, pipeline, limit, part.offset, part.file))
+                runs.append(SuiteRun(key, pipeline, limit, part.offset, part.file, spec.folder))
     if not runs:
         raise SuiteError(f"stage {', '.join(stages)} has no run on {', '.join(names)}")
     return runs
@@ -450,7 +473,7 @@ class SuiteSession:
                 tree_dir = self.index_of(run) / TREE_SUBDIR
                 status = f"{status} ({tree_progress(tree_dir, tree_exists(tree_dir))})"
             em, f1 = str(metrics.get("em", "")), str(metrics.get("f1", ""))
-            rows.append([run.dataset, run.pipeline, run.questions(), status, em, f1])
+            rows.append([run.label(), run.pipeline, run.questions(), status, em, f1])
         return rows
 
     def scores(self) -> list[SliceScore]:

@@ -62,7 +62,8 @@ def test_stages_go_in_cost_order_pipeline_by_pipeline_over_the_slices() -> None:
     planner = [(d, "full") for d in report]
     ablations = [("musique", p) for p in ("no-decompose", "no-summarize", "no-supplement")]
     tuning = [(d, p) for p in ("bm25", "hybrid", "oracle", "full") for d in tune]
-    assert pairs == cheap + planner + ablations + tuning
+    drafts = [(d, "draft-first") for d in [*report, "first-answer/hotpotqa_a", *tune]]
+    assert pairs == cheap + planner + ablations + tuning + drafts
 
 
 def test_only_picks_a_slice_or_a_dataset_with_its_tuning_slice() -> None:
@@ -136,7 +137,8 @@ def test_status_of_the_chains_suite_in_its_version_folder(
     assert "87 (88-174)" in full and "40/87" in full
     (bm25,) = [line for line in lines if "tune/musique" in line and " bm25 " in line]
     assert "finished" in bm25
-    assert result.output.count("not started") == 28  # 30 runs: one partly done, one finished
+    # 37 runs (30 of issue 33, 7 draft-first): one partly done, one finished
+    assert result.output.count("not started") == 35
     assert "HOPTREE_LLM__CACHE=false" in result.output  # the status says how --run runs
 
     default = runner.invoke(eval_app, ["suite", "--data", str(data)], terminal_width=200)
@@ -190,3 +192,44 @@ def test_run_child_adds_its_environment_to_this_processs(
         "'yes' else 1)"
     )
     assert run_child([sys.executable, "-c", check], env=CACHE_OFF) == 0
+
+
+def test_the_draft_stage_writes_beside_the_suites_folder_and_resumes_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--stage draft``: draft-first on the three report slices, in ``v5`` beside ``v4`` (so
+    v4's comparisons keep the code they were made with); the first-answer run is HotpotQA _a
+    1-30 there too."""
+    runs = suite_runs(["draft"], suite=CHAINS_SUITE)
+    assert [(r.dataset, r.pipeline) for r in runs] == [
+        ("hotpotqa_b", "draft-first"),
+        ("2wiki", "draft-first"),
+        ("musique", "draft-first"),
+    ]
+    v4 = tmp_path / "evals" / "results" / "v4"
+    assert runs[2].out_dir(v4) == tmp_path / "evals" / "results" / "v5" / "musique" / "draft-first"
+    args = runs[2].eval_args(Path("d"), v4)
+    assert args[args.index("--offset") + 1] == "87" and args[-1] == str(runs[2].out_dir(v4))
+    (first,) = suite_runs(["first-answer"], suite=CHAINS_SUITE)
+    assert (first.file, first.offset, first.limit) == ("hotpotqa/dev_hard_300_a.jsonl", 0, 30)
+    assert first.out_dir(v4).relative_to(tmp_path).as_posix() == (
+        "evals/results/v5/first-answer/hotpotqa_a/draft-first"
+    )
+
+    monkeypatch.setenv("HOPTREE_DATA_DIR", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data"
+    data_files(data)
+    write_rows(runs[0].out_dir(v4), 100)  # the v5 run is finished; v4 holds no draft-first
+    write_rows(v4 / "2wiki" / "draft-first", 163)  # in the wrong folder: not this stage's run
+    calls: list[list[str]] = []
+    monkeypatch.setattr("evals.suite.execute_cli", lambda args, env=None: calls.append(args) or 0)
+    args = ["suite", "--suite", "chains", "--data", str(data), "--stage", "draft", "--run"]
+    result = runner.invoke(eval_app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    outs = [c[c.index("--out") + 1] for c in calls if c[:2] == ["eval", "run"]]
+    assert outs == [
+        str(Path("evals/results/v5/2wiki/draft-first")),
+        str(Path("evals/results/v5/musique/draft-first")),
+    ]
+    assert "hotpotqa_b (v5)" in result.output
