@@ -216,11 +216,12 @@ def test_gold_and_planner_rows_of_a_hop_pair(
 
     chat = RoutedChatModel(routes={"rag_answer": reply})
     out = tmp_path / "rows"
-    for phrasing in ("gold", "planner"):
+    for phrasing in ("gold", "planner", "gold", "planner"):
         items = bench.split_items(recorded_split, "alone", phrasing=phrasing)[1:]
         asyncio.run(bench.run(chat, items, ["reader"], split="t", shown="alone", out=out))
     rows = bench.load_rows(out)
-    assert len(rows) == 2 and len(chat.seen) == 2  # the planner's row is not taken as done
+    # each phrasing read once: neither is taken as done for the other, both resume
+    assert len(rows) == 2 and len(chat.seen) == 2
     by = {r["phrasing"]: r for r in rows}
     assert by["gold"]["key"] == by["planner"]["key"] == "2hop__1_2#2"
     assert by["planner"]["query_id"] == "q2" and "query_id" not in by["gold"]
