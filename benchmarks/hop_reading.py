@@ -15,6 +15,11 @@ searching. Here every gold hop of a question is read alone:
   findings call windows them (``PlannerSettings.passage_chars``).
 - Read by each ``--arm`` (``ARMS``): ``findings`` is today's findings call for one query (JSON:
   a span and its passage numbers); ``reader`` is one-call RAG's reader (a short answer alone).
+- ``--phrasing planner``: the same hops as the recorded ``full`` run's planner searched them
+  (``hop_phrasing``: a query stands for the gold hop ``planning.judge`` matches it to), same
+  gold paragraph and position, distractors ranked for the planner's text; a row's ``key`` is
+  its gold hop's, so gold and planner rows of a hop pair (``gold_matched``: only the gold
+  phrasing of those hops; ``--count``: the items per split, no model).
 - Scored against the hop's gold answer (and the question's aliases when the hop's answer is the
   question's): exact match (the target's "exact-or-alias"), token F1, and whether the span is
   supported by a shown passage, empty, or restates the hop's subject.
@@ -27,6 +32,7 @@ what is missing), and ``--summary`` writes the table and the JSON of ``benchmark
     HOPTREE_LLM__CACHE=false HOPTREE_LLM__LOCAL_PARALLEL=2 HOPTREE_LLM__LOCAL_CTX=16384 \\
     python benchmarks/hop_reading.py --split musique_tune --arm findings --arm reader \\
         --sample 60 --out /tmp/hop-reading
+    python benchmarks/hop_reading.py --split musique_tune --phrasing planner --count
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from findings_prompt_ab import restates  # the restated-subject count of findings-prompt.md
+from hop_phrasing import ROWS, planner_hops, rows_by_question, searched
 from langchain_core.language_models import BaseChatModel
 
 import prompts
@@ -72,6 +79,7 @@ SPLITS: dict[str, tuple[Path, int, int | None]] = {
     "musique_report": (MUSIQUE, 87, None),
     "2wiki_report": (TWOWIKI, 0, None),
 }
+PHRASINGS = ("gold", "planner", "gold_matched")
 _REF = re.compile(r"#(\d+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PREPOSITIONS = {"with", "in", "of", "by", "for", "to", "at", "on", "from", "into", "as"}
@@ -88,6 +96,9 @@ class HopItem:
     gold_id: str
     shown: list[tuple[str, str, str]]  # (passage id, title, text), in the order shown
     kind: str = ""  # the question's type (2hop, compositional, ...)
+    phrasing: str = "gold"  # or "planner": the text is a recorded planner query for the hop
+    query_id: str = ""  # the planner query's id in its recorded row
+    asked: bool = True  # a planner query also names the hop's relation (``planning.judge``)
 
     @property
     def key(self) -> str:
@@ -137,10 +148,7 @@ def hop_items(question: EvalQuestion, shown: str, start: int = 0) -> list[HopIte
     cannot be filled)."""
     if not question.gold_hops or question.gold_hops_skipped:
         return []
-    paragraphs = {
-        pid: (title, text)
-        for pid, (title, text) in zip(question.passage_ids(), question.paragraphs, strict=True)
-    }
+    paragraphs = _paragraphs(question)
     finals = {normalize_answer_folded(a) for a in question.answers}
     items: list[HopItem] = []
     earlier: list[str] = []
@@ -152,22 +160,68 @@ def hop_items(question: EvalQuestion, shown: str, start: int = 0) -> list[HopIte
         answers = [gold.answer]
         if normalize_answer_folded(gold.answer) in finals:
             answers += [a for a in question.answers if a != gold.answer]
-        title, body = paragraphs[gold.passage_id]
-        passages = [(gold.passage_id, title, body)]
-        if shown == "mixed":
-            others = [(pid, t, x) for pid, (t, x) in paragraphs.items() if pid != gold.passage_id]
-            order = bm25_order(text, [f"{t} {x}" for _p, t, x in others])
-            distractors = [others[i] for i in order[: SHOWN - 1]]
-            slot = (start + len(items)) % SHOWN
-            passages = distractors[:slot] + passages + distractors[slot:]
+        slot = (start + len(items)) % SHOWN if shown == "mixed" else None
+        passages = shown_passages(paragraphs, gold.passage_id, text, slot)
         items.append(HopItem(question.id, n, text, answers, gold.passage_id, passages,
                              question.type))  # fmt: skip
     return items
 
 
-def split_items(split: str, shown: str, sample: int | None = None) -> list[HopItem]:
+def shown_passages(
+    paragraphs: dict[str, tuple[str, str]], gold_id: str, text: str, slot: int | None
+) -> list[tuple[str, str, str]]:
+    """The gold paragraph alone (``slot`` None), or at ``slot`` among the two of the question's
+    other paragraphs that rank highest for ``text`` by BM25."""
+    title, body = paragraphs[gold_id]
+    passages = [(gold_id, title, body)]
+    if slot is None:
+        return passages
+    others = [(pid, t, x) for pid, (t, x) in paragraphs.items() if pid != gold_id]
+    order = bm25_order(text, [f"{t} {x}" for _p, t, x in others])
+    distractors = [others[i] for i in order[: SHOWN - 1]]
+    return distractors[:slot] + passages + distractors[slot:]
+
+
+def _paragraphs(question: EvalQuestion) -> dict[str, tuple[str, str]]:
+    return dict(zip(question.passage_ids(), question.paragraphs, strict=True))
+
+
+def planner_items(
+    question: EvalQuestion, gold: list[HopItem], row: dict[str, Any] | None
+) -> list[HopItem]:
+    """The question's gold hops as its recorded planner run asked them: for each gold item
+    whose hop a searched planner query matches (``hop_phrasing.planner_hops``), the same item
+    with the query's text as searched, its distractors ranked for that text, the gold paragraph
+    at the gold item's position; hops the planner never asked make no item."""
+    if row is None:
+        return []
+    matched = planner_hops(question, row)
+    paragraphs = _paragraphs(question)
+    items = []
+    for it in gold:
+        sub = matched.get(it.hop)
+        if sub is None or not searched(sub):
+            continue
+        text = " ".join(str(sub["query"]).split())
+        slot = it.gold_position - 1 if len(it.shown) > 1 else None
+        items.append(replace(it, text=text, shown=shown_passages(paragraphs, it.gold_id, text,
+                                                                 slot),
+                             phrasing="planner", query_id=str(sub["id"]),
+                             asked=sub["asked"]))  # fmt: skip
+    return items
+
+
+def split_items(
+    split: str,
+    shown: str,
+    sample: int | None = None,
+    phrasing: str = "gold",
+    rows: Path | None = None,
+) -> list[HopItem]:
     """Every hop of the split's questions (``sample``: that many, drawn with seed 0, in file
-    order), gold positions cycling over the whole split."""
+    order), gold positions cycling over the whole split. ``planner``: those of the sampled hops
+    the recorded run's planner asked (``rows``, else ``hop_phrasing.ROWS``), phrased as it
+    searched them; ``gold_matched``: the same hops as gold phrases them."""
     path, first, last = SPLITS[split]
     questions = load_questions(path, resolve_format(path))[first:last]
     items: list[HopItem] = []
@@ -176,7 +230,16 @@ def split_items(split: str, shown: str, sample: int | None = None) -> list[HopIt
     if sample is not None and sample < len(items):
         keep = set(random.Random(0).sample(range(len(items)), sample))
         items = [it for i, it in enumerate(items) if i in keep]
-    return items
+    if phrasing == "gold":
+        return items
+    recorded = rows_by_question(rows or ROWS[split])
+    planned: list[HopItem] = []
+    for q in questions:
+        planned += planner_items(q, [it for it in items if it.qid == q.id], recorded.get(q.id))
+    if phrasing == "planner":
+        return planned
+    asked = {it.key for it in planned}
+    return [it for it in items if it.key in asked]
 
 
 @dataclass
@@ -285,8 +348,15 @@ def score(item: HopItem, read: Read) -> dict[str, Any]:
     }
 
 
-def _row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (row["split"], row["shown"], row["arm"], row["key"])
+def _row_key(row: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    return (row["split"], row.get("phrasing", "gold"), row["shown"], row["arm"], row["key"])
+
+
+def _split_name(row: dict[str, Any]) -> str:
+    """The split a row is summarized under: planner-phrased rows apart ("musique_tune/planner");
+    rows from before phrasing was recorded are gold-phrased."""
+    phrasing = row.get("phrasing", "gold")
+    return row["split"] if phrasing == "gold" else f"{row['split']}/{phrasing}"
 
 
 def load_rows(out: Path) -> list[dict[str, Any]]:
@@ -311,11 +381,14 @@ async def run(
     read (a stopped run resumes where it stopped); progress lines from the first item."""
     out.mkdir(parents=True, exist_ok=True)
     done = {_row_key(r) for r in load_rows(out)}
-    todo = [(a, it) for a in arms for it in items if (split, shown, a, it.key) not in done]
+    todo = [
+        (a, it) for a in arms for it in items if (split, it.phrasing, shown, a, it.key) not in done
+    ]
     gate = asyncio.Semaphore(max(1, slots))
     started = time.monotonic()
     written: list[dict[str, Any]] = []
-    print(f"{split}/{shown}: {len(todo)} reads to do ({len(done)} done before)", flush=True)
+    label = f"{split}/{shown}" + "".join(f"/{p}" for p in {it.phrasing for it in items} - {"gold"})
+    print(f"{label}: {len(todo)} reads to do ({len(done)} done before)", flush=True)
 
     async def one(arm: str, item: HopItem) -> None:
         async with gate:
@@ -327,6 +400,8 @@ async def run(
             row = {
                 "split": split,
                 "shown": shown,
+                "phrasing": item.phrasing,
+                **({"query_id": item.query_id, "asked": item.asked} if item.query_id else {}),
                 "arm": arm,
                 "key": item.key,
                 "kind": item.kind,
@@ -343,7 +418,7 @@ async def run(
         n = len(written)
         if n % 10 == 0 or n == len(todo):
             rate = (time.monotonic() - started) / n
-            print(f"{split}/{shown}: {n}/{len(todo)} read, {rate:.1f} s each", flush=True)
+            print(f"{label}: {n}/{len(todo)} read, {rate:.1f} s each", flush=True)
 
     await asyncio.gather(*(one(a, it) for a, it in todo))
     return written
@@ -354,7 +429,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     restated, accuracy by gold position, median seconds."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault(f"{r['split']}/{r['shown']}/{r['arm']}", []).append(r)
+        groups.setdefault(f"{_split_name(r)}/{r['shown']}/{r['arm']}", []).append(r)
     table: dict[str, dict[str, Any]] = {}
     for name, rs in sorted(groups.items()):
         n = len(rs)
@@ -394,7 +469,7 @@ def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, tuple[int, i
     """Per (split, shown): items arm ``b`` read right and ``a`` wrong, the other way, and ties."""
     by: dict[tuple[str, str, str], dict[str, float]] = {}
     for r in rows:
-        by.setdefault((r["split"], r["shown"], r["key"]), {})[r["arm"]] = r["em"]
+        by.setdefault((_split_name(r), r["shown"], r["key"]), {})[r["arm"]] = r["em"]
     out: dict[str, tuple[int, int, int]] = {}
     for (split, shown, _key), arms in by.items():
         if a in arms and b in arms:
@@ -404,38 +479,103 @@ def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, tuple[int, i
     return out
 
 
+def phrasing_paired(rows: list[dict[str, Any]], arm: str) -> dict[str, tuple[int, int, int]]:
+    """Per (split, shown), under one arm, the hops read both as gold and as the planner phrases
+    them: right only with the planner's phrasing, right only with gold's, and ties."""
+    same_arm = [
+        {**r, "arm": r.get("phrasing", "gold"), "phrasing": "gold"} for r in rows if r["arm"] == arm
+    ]
+    return paired(same_arm, "gold", "planner")
+
+
 async def read_all(
-    splits: list[str], shown_kinds: list[str], arms: list[str], sample: int | None, out: Path
+    splits: list[str],
+    shown_kinds: list[str],
+    arms: list[str],
+    sample: int | None,
+    out: Path,
+    phrasings: Sequence[str] = ("gold",),
+    rows: Path | None = None,
 ) -> None:
-    """Every split under every way of showing, on the configured model (one event loop: the
-    chat client's connections belong to it)."""
+    """Every split under every way of showing and phrasing, on the configured model (one event
+    loop: the chat client's connections belong to it)."""
     from agent.runtime.chat_models import build_chat_model
     from agent.settings import Settings
 
     settings = Settings()
     with build_chat_model(settings, cache=settings.llm.cache) as handle:
         for split in splits:
-            for shown in shown_kinds:
-                items = split_items(split, shown, sample)
-                await run(handle.model, items, arms, split=split, shown=shown, out=out,
-                          slots=settings.llm.local_parallel)  # fmt: skip
+            for phrasing in phrasings:
+                for shown in shown_kinds:
+                    items = split_items(split, shown, sample, phrasing, rows)
+                    await run(handle.model, items, arms, split=split, shown=shown, out=out,
+                              slots=settings.llm.local_parallel)  # fmt: skip
 
 
-def main() -> None:
+def count(splits: list[str], sample: int | None, rows: Path | None) -> list[str]:
+    """Per split, without the model: the gold hops, those of questions with a recorded row,
+    those a planner query matches, and of these the ones it searched (the planner items)."""
+    lines = []
+    for split in splits:
+        gold = split_items(split, "mixed", sample)
+        recorded = rows_by_question(rows or ROWS[split])
+        path, first, last = SPLITS[split]
+        questions = load_questions(path, resolve_format(path))[first:last]
+        with_row = matched = planned = asked = 0
+        for q in questions:
+            mine = [it for it in gold if it.qid == q.id]
+            if q.id not in recorded or not mine:
+                continue
+            with_row += len(mine)
+            hops = planner_hops(q, recorded[q.id])
+            matched += sum(it.hop in hops for it in mine)
+            made = planner_items(q, mine, recorded[q.id])
+            planned += len(made)
+            asked += sum(it.asked for it in made)
+        lines.append(
+            f"{split}: gold {len(gold)} hops, {with_row} of questions with a recorded row; "
+            f"planner {planned} items (hops matched {matched} of {len(gold)}, "
+            f"{matched - planned} of them never searched; {asked} items also name the hop's "
+            "relation)"
+        )
+    return lines
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", action="append", choices=sorted(SPLITS), required=True)
-    parser.add_argument("--arm", action="append", choices=sorted(ARMS), required=True)
+    parser.add_argument("--arm", action="append", choices=sorted(ARMS))
     parser.add_argument("--shown", action="append", choices=("mixed", "alone"))
     parser.add_argument("--sample", type=int, help="hops drawn from each split (seed 0)")
-    parser.add_argument("--out", type=Path, required=True, help="rows folder (resumable)")
+    parser.add_argument("--phrasing", action="append", choices=PHRASINGS,
+                        help="gold (default): the gold hops as labelled; planner: as the "
+                        "recorded planner searched them; gold_matched: the planner's hops, "
+                        "gold-phrased")  # fmt: skip
+    parser.add_argument("--rows", type=Path, help="recorded details.jsonl (one --split)")
+    parser.add_argument("--count", action="store_true", help="print item counts and exit")
+    parser.add_argument("--out", type=Path, help="rows folder (resumable)")
     parser.add_argument("--summary", action="store_true", help="print the table of --out")
     parser.add_argument("--json", type=Path, help="write the figures of --candidate and --baseline")
     parser.add_argument("--baseline", default="findings", help="today's reader (for --json)")
     parser.add_argument("--candidate", default="reader", help="the reader measured against it")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    cli = parser()
+    args = cli.parse_args()
+    if args.rows and len(args.split) > 1:
+        cli.error("--rows is one split's recorded run: give one --split")
+    if args.count:
+        print("\n".join(count(args.split, args.sample, args.rows)))
+        return
+    if not args.arm or not args.out:
+        cli.error("--arm and --out are needed to read or summarize")
     shown_kinds = args.shown or ["mixed"]
+    phrasings = args.phrasing or ["gold"]
     if not args.summary:
-        asyncio.run(read_all(args.split, shown_kinds, args.arm, args.sample, args.out))
+        asyncio.run(read_all(args.split, shown_kinds, args.arm, args.sample, args.out,
+                             phrasings, args.rows))  # fmt: skip
     rows = load_rows(args.out)
     print(markdown(summarize(rows)))
     for i, a in enumerate(args.arm):
@@ -443,6 +583,10 @@ def main() -> None:
             for name, (w, lo, t) in paired(rows, a, b).items():
                 print(f"{b} against {a}, {name}: {w} right only under {b}, {lo} only under {a}, "
                       f"{t} same")  # fmt: skip
+    for arm in args.arm:
+        for name, (w, lo, t) in phrasing_paired(rows, arm).items():
+            print(f"{arm}, planner against gold phrasing, {name}: {w} right only as the planner "
+                  f"phrased, {lo} only as gold phrased, {t} same")  # fmt: skip
     if args.json:
         args.json.write_text(
             json.dumps(figures(rows, args.candidate, args.baseline), indent=1) + "\n",
@@ -453,14 +597,15 @@ def main() -> None:
 def figures(rows: list[dict[str, Any]], candidate: str, baseline: str) -> dict[str, Any]:
     """``{split: {"n", "accuracy"}}`` for ``candidate`` (the gold paragraph among the shown
     passages), the same under ``"baseline"`` for today's reader, and the alone condition where
-    it was read."""
+    it was read; planner-phrased rows under ``<split>_planner``."""
     table = summarize(rows)
 
     def of(arm: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, t in table.items():
-            split, shown, which = name.split("/")
+            split, shown, which = name.rsplit("/", 2)
             if which == arm:
+                split = split.replace("/", "_")
                 key = split if shown == "mixed" else f"{split}_{shown}"
                 out[key] = {"n": t["n"], "accuracy": t["accuracy"], "f1": t["f1"]}
         return out

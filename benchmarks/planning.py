@@ -182,25 +182,37 @@ def judge(steps: list[GoldStep], plan: list[PlannedQuery]) -> Verdict:
     return verdict
 
 
+def decompose_queries(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The queries a recorded row's decompose step wrote (``planner.sub_queries`` of origin
+    ``decompose``), as recorded. Rows recorded before a sub-query carried its id get the id the
+    planner numbers it by, its place in the list (``q1`` first; rows with ids agree for 96%)."""
+    subs = (row.get("planner") or {}).get("sub_queries") or []
+    return [
+        {"id": f"q{n}", **s}
+        for n, s in enumerate(subs, start=1)
+        if s.get("origin", "decompose") == "decompose"
+    ]
+
+
+def recorded_plan(subs: Sequence[dict[str, Any]]) -> list[PlannedQuery]:
+    """Recorded queries as planned queries, linked by their recorded ``needs``."""
+    index = {str(s.get("id")): n for n, s in enumerate(subs)}
+    return [
+        PlannedQuery(str(s["query"]), tuple(index[q] for q in s.get("needs") or () if q in index))
+        for s in subs
+    ]
+
+
+def recorded_rows(path: Path) -> list[dict[str, Any]]:
+    """A run's rows: ``path`` is its ``details.jsonl`` or the run directory holding it."""
+    path = path / "details.jsonl" if path.is_dir() else path
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
 def recorded_plans(run: Path) -> dict[str, list[PlannedQuery]]:
     """question id -> the plan its decompose step wrote, from a run's rows (links from the
     queries' recorded ``needs``)."""
-    plans: dict[str, list[PlannedQuery]] = {}
-    for line in (run / "details.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        subs = [
-            s
-            for s in (row.get("planner") or {}).get("sub_queries") or []
-            if s.get("origin", "decompose") == "decompose"
-        ]
-        index = {str(s.get("id")): n for n, s in enumerate(subs)}
-        plans[row["id"]] = [
-            PlannedQuery(
-                str(s["query"]), tuple(index[q] for q in s.get("needs") or () if q in index)
-            )
-            for s in subs
-        ]
-    return plans
+    return {row["id"]: recorded_plan(decompose_queries(row)) for row in recorded_rows(run)}
 
 
 def planned_queries(queries: Sequence[str]) -> list[PlannedQuery]:

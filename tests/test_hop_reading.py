@@ -128,3 +128,106 @@ def test_the_committed_figures_hold_the_candidate_and_the_baseline(bench: Module
     assert out["musique_report_alone"]["n"] == 1
     assert out["baseline"]["musique_report"]["accuracy"] == 50.0
     assert out["baseline"]["arm"] == "findings" and out["arm"] == "reader"
+
+
+def recorded_row(second: dict | None = None) -> dict:
+    """A ``full`` run's row for ``question()``: the planner's two decompose queries (the second
+    linked to the first and searched with its answer filled) and a supplement query."""
+    subs = [
+        {"id": "q1", "query": "singer of Country Man", "origin": "decompose", "round": 1,
+         "needs": []},
+        second or {"id": "q2", "query": "wife of Luke Bryan, not of Jerry Reed",
+                   "origin": "decompose", "round": 2, "needs": ["q1"]},
+        {"id": "q3", "query": "spouse of Luke Bryan?", "origin": "supplement", "round": 3,
+         "needs": []},
+    ]  # fmt: skip
+    return {"id": "2hop__1_2", "planner": {"sub_queries": subs}}
+
+
+def test_planner_items_are_the_gold_hops_as_the_planner_searched_them(bench: ModuleType) -> None:
+    gold = bench.hop_items(question(), "mixed")
+    items = bench.planner_items(question(), gold, recorded_row())
+    assert [(it.key, it.text, it.query_id) for it in items] == [
+        ("2hop__1_2#1", "singer of Country Man", "q1"),
+        ("2hop__1_2#2", "wife of Luke Bryan, not of Jerry Reed", "q2"),  # matched by its link
+    ]
+    assert all(it.phrasing == "planner" for it in items)
+    # "singer" names no word of "performer": matched by its subject, the relation not asked
+    assert [it.asked for it in items] == [False, True]
+    for it, g in zip(items, gold, strict=True):
+        assert (it.answers, it.gold_id, it.gold_position) == (g.answers, g.gold_id, g.gold_position)
+    # the distractors are ranked for the planner's text: Jerry Reed's album, not Leesburg
+    assert [t for _p, t, _x in gold[1].shown] == ["Country Man", "Luke Bryan", "Leesburg"]
+    assert [t for _p, t, _x in items[1].shown] == ["Country Man", "Luke Bryan",
+                                                   "Country Man (album)"]  # fmt: skip
+    alone = bench.planner_items(question(), bench.hop_items(question(), "alone"), recorded_row())
+    assert all(len(it.shown) == 1 for it in alone)
+    assert bench.planner_items(question(), gold, None) == []
+
+
+def test_a_hop_the_planner_never_searched_makes_no_item(bench: ModuleType) -> None:
+    waiting = {"id": "q2", "query": "spouse of #1", "origin": "decompose", "round": 0,
+               "needs": ["q1"]}  # fmt: skip
+    gold = bench.hop_items(question(), "mixed")
+    items = bench.planner_items(question(), gold, recorded_row(waiting))
+    assert [it.key for it in items] == ["2hop__1_2#1"]
+    unlinked = {"id": "q2", "query": "wife of a singer", "origin": "decompose", "round": 1,
+                "needs": []}  # fmt: skip
+    assert len(bench.planner_items(question(), gold, recorded_row(unlinked))) == 1
+
+
+@pytest.fixture
+def recorded_split(bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A split "t" of ``question()`` alone, its recorded run in ``tmp_path``."""
+    details = tmp_path / "details.jsonl"
+    details.write_text(json.dumps(recorded_row()) + "\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "SPLITS", {"t": (tmp_path / "questions.jsonl", 0, None)})
+    monkeypatch.setattr(bench, "ROWS", {"t": details})
+    monkeypatch.setattr(bench, "load_questions", lambda path, fmt: [question()])
+    monkeypatch.setattr(bench, "resolve_format", lambda path: "musique")
+    return "t"
+
+
+def test_gold_phrasing_stays_the_default(bench: ModuleType, recorded_split: str) -> None:
+    default = bench.split_items(recorded_split, "mixed")
+    assert default == bench.hop_items(question(), "mixed")
+    assert [(it.text, it.phrasing, it.query_id) for it in default] == [
+        ("performer of Country Man", "gold", ""),
+        ("Who is the spouse of Luke Bryan ?", "gold", ""),
+    ]
+    args = bench.parser().parse_args(["--split", "t", "--arm", "reader", "--out", "x"])
+    assert args.phrasing is None  # main reads ["gold"] then
+    planner = bench.split_items(recorded_split, "mixed", phrasing="planner")
+    assert [it.text for it in planner] == ["singer of Country Man",
+                                           "wife of Luke Bryan, not of Jerry Reed"]  # fmt: skip
+    assert bench.split_items(recorded_split, "mixed", phrasing="gold_matched") == default
+    assert bench.count([recorded_split], None, None) == [
+        "t: gold 2 hops, 2 of questions with a recorded row; planner 2 items (hops matched 2 of "
+        "2, 0 of them never searched; 1 items also name the hop's relation)"
+    ]
+
+
+def test_gold_and_planner_rows_of_a_hop_pair(
+    bench: ModuleType, recorded_split: str, tmp_path: Path
+) -> None:
+    def reply(messages: list) -> str:  # the reader reads the planner's "wife" hop wrong
+        wife = "wife of" in str(messages[-1].content)
+        return json.dumps({"answer": "Luke Bryan" if wife else "Caroline Boyer"})
+
+    chat = RoutedChatModel(routes={"rag_answer": reply})
+    out = tmp_path / "rows"
+    for phrasing in ("gold", "planner", "gold", "planner"):
+        items = bench.split_items(recorded_split, "alone", phrasing=phrasing)[1:]
+        asyncio.run(bench.run(chat, items, ["reader"], split="t", shown="alone", out=out))
+    rows = bench.load_rows(out)
+    # each phrasing read once: neither is taken as done for the other, both resume
+    assert len(rows) == 2 and len(chat.seen) == 2
+    by = {r["phrasing"]: r for r in rows}
+    assert by["gold"]["key"] == by["planner"]["key"] == "2hop__1_2#2"
+    assert by["planner"]["query_id"] == "q2" and "query_id" not in by["gold"]
+    table = bench.summarize(rows)
+    assert table["t/alone/reader"]["accuracy"] == 100.0
+    assert table["t/planner/alone/reader"]["accuracy"] == 0.0
+    assert bench.phrasing_paired(rows, "reader") == {"t/alone": (0, 1, 0)}
+    assert bench.paired(rows, "reader", "findings") == {}  # phrasings are not arms
+    assert set(bench.figures(rows, "reader", "findings")) >= {"t_alone", "t_planner_alone"}

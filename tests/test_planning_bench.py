@@ -92,3 +92,16 @@ def test_recorded_plans_keep_the_decompose_queries_and_their_links(
     ]
     table = bench.score([musique()], plans)
     assert table["2-hop"] == {"n": 1, "chain": 100.0, "relations": 100.0, "count_ok": 100.0}
+
+
+def test_rows_recorded_without_query_ids_number_them_by_place(bench: ModuleType) -> None:
+    subs = [
+        {"query": "performer of Country Man", "origin": "decompose", "needs": []},
+        {"query": "Country Man?", "origin": "supplement", "needs": []},
+        {"query": "spouse of Luke Bryan", "origin": "decompose", "needs": ["q1"]},
+    ]
+    recorded = bench.decompose_queries({"id": "2hop__1", "planner": {"sub_queries": subs}})
+    assert [s["id"] for s in recorded] == ["q1", "q3"]
+    plan = bench.recorded_plan(recorded)
+    assert [p.needs for p in plan] == [(), (0,)]
+    assert bench.judge(bench.gold_steps(musique()), plan).chain
