@@ -386,17 +386,19 @@ class PlannerSettings(BaseModel):
     router: Literal["always", "never", "fitted"] = Field(
         "fitted",
         description="after the draft: always = plan every question; never = the draft is the "
-        "answer; fitted = plan a chain, a comparison or a choice between two names, or a weak "
-        "draft when router_weak is on (benchmarks/results/router.md)",
+        "answer; fitted = plan a comparison or a choice between two names, and any question "
+        "whose draft is unsure (router_min_logprob) or, with router_weak, weak "
+        "(benchmarks/results/router.md)",
     )
     router_weak: bool = Field(
         False, description="the fitted router also plans when the draft is empty or unsupported"
     )
     router_min_logprob: float | None = Field(
-        None,
+        -1.0,
         le=0,
         description="the fitted router also plans when the draft answer's least likely token "
-        "has a log-probability below this (needs a server that returns log-probabilities)",
+        "has a log-probability below this (a server without log-probabilities: never); "
+        "None: off",
     )
 
     def search_loop(self) -> SearchLoop:

@@ -125,7 +125,9 @@ def test_a_weak_draft_escalates_when_the_policy_says_so() -> None:
 
 def test_a_low_logprob_escalates_only_when_a_floor_is_set() -> None:
     unsure = _signals(logprob_min=-3.0)
-    assert not decide(unsure, FITTED).escalate
+    assert not decide(unsure, Policy(min_logprob=None)).escalate
+    assert decide(unsure, FITTED).escalate  # the default floor is -1.0
+    assert not decide(_signals(logprob_min=-0.5), FITTED).escalate
     floor = Policy(shapes=frozenset(), min_logprob=-2.0)
     assert decide(unsure, floor).escalate
     assert not decide(_signals(logprob_min=-1.0), floor).escalate
