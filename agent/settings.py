@@ -304,7 +304,14 @@ class PlannerSettings(BaseModel):
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
-    supplement: bool = Field(True, description="False: one round, no follow-up queries")
+    # Off by default since draft-first (issue 53): measured, follow-up rounds changed no
+    # answer on 20 of 20 HotpotQA tuning questions (1.16x slower with them), +1.2 [-1.6, +4.5]
+    # F1 on MuSiQue's report slice, -0.7 [-2.0, 0.0] on 2Wiki's (benchmarks/results/
+    # planner-supplement.md). The plan's own hops run either way; the ``full`` pipeline, LevelRAG's
+    # all-steps planner, switches them on.
+    supplement: bool = Field(
+        False, description="True: follow-up rounds for queries still open (LevelRAG's supplement)"
+    )
     # Measured on 2Wiki's report slice (v4 rows 1-39): the 1.5B planner planned "mother of X"
     # alone for X's maternal grandmother and a second "father of #1" for X's father. A family
     # relation with one reading is planned from its definition instead, with no model call

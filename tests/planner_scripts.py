@@ -79,14 +79,14 @@ def user_text(messages: list[BaseMessage]) -> str:
 
 
 # the answer step an open plan had before ``open_plan_answer="one_call"`` became the default
-CHAIN = PlannerSettings(draft=False, open_plan_answer="chain")
+CHAIN = PlannerSettings(draft=False, supplement=True, open_plan_answer="chain")
 
 
 def agent_with(chat, searchers, planner: PlannerSettings | None = None, **budgets) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
-        planner=planner or PlannerSettings(draft=False),
+        planner=planner or PlannerSettings(draft=False, supplement=True),
         budgets=BudgetSettings(**budgets),
         llm_timeout_s=5,
     )
@@ -206,7 +206,7 @@ def ablated(chat, index, **switches) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(**{"draft": False, **switches}),
+        planner=PlannerSettings(**{"draft": False, "supplement": True, **switches}),
         budgets=BudgetSettings(),
         llm_timeout_s=5,
     )

@@ -69,7 +69,7 @@ async def ask(index: TantivySparseIndex, chat: RoutedChatModel, **planner: int) 
     agent = HoptreeAgent(
         chat,
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(**{"draft": False, **planner}),
+        planner=PlannerSettings(**{"draft": False, "supplement": True, **planner}),
         budgets=BudgetSettings(),
         llm_timeout_s=5,
     )
@@ -129,7 +129,7 @@ async def test_the_cited_answer_keeps_its_shape_on_every_way_out(index) -> None:
     }
     # the evaluation row's record of what the answer step read
     assert planner_record(result)["sources"] == ["Paris", "Seine"]
-    contexts, _ = planner_context(result, PlannerSettings(draft=False))
+    contexts, _ = planner_context(result, PlannerSettings(draft=False, supplement=True))
     assert contexts[-2:] == [PARIS, SEINE]
 
 
@@ -160,7 +160,9 @@ async def test_a_shown_passage_is_trimmed_and_its_citation_keeps_the_whole_text(
     )
     assert data["citation_check"]["recited"] == 1
     assert data["citations"] == CITATIONS
-    contexts, _ = planner_context(result, PlannerSettings(draft=False, passage_chars=60))
+    contexts, _ = planner_context(
+        result, PlannerSettings(draft=False, supplement=True, passage_chars=60)
+    )
     assert contexts[-2:] == [s["shown"] for s in data["sources"][:2]]
 
 

@@ -28,7 +28,7 @@ def planner(index) -> HoptreeAgent:
     return HoptreeAgent(
         two_hop_chat(),
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(draft=False),
+        planner=PlannerSettings(draft=False, supplement=True),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

@@ -57,7 +57,7 @@ def backend_over(
     agent = HoptreeAgent(
         chat,
         {planner_searcher.name: planner_searcher},
-        planner=PlannerSettings(draft=False),
+        planner=PlannerSettings(draft=False, supplement=True),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

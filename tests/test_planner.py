@@ -67,7 +67,9 @@ async def test_a_thread_remembers_the_previous_question(index, tmp_path: Path) -
         agent = HoptreeAgent(
             chat,
             {"keywords": KeywordSearcher(index)},
-            planner=PlannerSettings(draft=False),  # the planner's prompts are what is tested
+            planner=PlannerSettings(
+                draft=False, supplement=True
+            ),  # the planner's prompts are what is tested
             checkpointer=saver,
             llm_timeout_s=5,
         )

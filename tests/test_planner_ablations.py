@@ -43,7 +43,7 @@ async def test_each_query_can_be_read_as_one_call_rag_reads_a_question(index) ->
 
     chat = two_hop_chat()
     chat.routes["rag_answer"] = reader
-    planner = PlannerSettings(draft=False, findings_call="reader")
+    planner = PlannerSettings(draft=False, supplement=True, findings_call="reader")
     result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(QUESTION)
     assert [q.summary for q in result.sub_queries] == ["Paris", "Seine"]
     assert all(q.answered for q in result.sub_queries) and result.stopped == "sufficient"
@@ -114,6 +114,7 @@ async def test_no_summarize_lets_verify_read_the_fused_passages(index) -> None:
     # the Paris passage shown under the first query, trimmed to the planner's passage size
     shown = [line for line in findings.splitlines() if line.startswith("    ")]
     assert shown and all(
-        len(line) < 4 + 200 + PlannerSettings(draft=False).passage_chars for line in shown
+        len(line) < 4 + 200 + PlannerSettings(draft=False, supplement=True).passage_chars
+        for line in shown
     )
     assert any("Eiffel" in line for line in shown)

@@ -56,9 +56,9 @@ async def test_a_single_fact_is_answered_by_the_draft_alone(index) -> None:
 
 async def test_switched_off_the_planner_runs_from_the_start(index) -> None:
     chat = two_hop_chat()
-    result = await agent_with(chat, [KeywordSearcher(index)], PlannerSettings(draft=False)).ask(
-        SINGLE
-    )
+    result = await agent_with(
+        chat, [KeywordSearcher(index)], PlannerSettings(draft=False, supplement=True)
+    ).ask(SINGLE)
     assert routes(chat)[0] == "decompose"
     assert result.draft is None and result.final_choice is None
     assert "draft" not in [event.kind for event in result.trace]

@@ -88,7 +88,7 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
         "Which river flows through Paris?"
     )
-    no_search = PlannerSettings(draft=False, question_search=False)
+    no_search = PlannerSettings(draft=False, supplement=True, question_search=False)
     agent = HoptreeAgent(
         chat, {"keywords": KeywordSearcher(index)}, planner=no_search,
         budgets=BudgetSettings(max_rounds=1), llm_timeout_s=5,
@@ -121,7 +121,9 @@ async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> 
 
     assert (await sources(CHAIN))[0] == hop_top
     led = await sources(
-        PlannerSettings(draft=False, open_plan_answer="chain", question_hits_first=2)
+        PlannerSettings(
+            draft=False, supplement=True, open_plan_answer="chain", question_hits_first=2
+        )
     )
     assert led[:2] == question_top and hop_top in led and len(led) <= 5
 
@@ -150,10 +152,14 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     chained, route, prompt, result = await run(CHAIN)
     assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
     assert chained != question_top and "answered_as" not in result.citation_check
-    hops, route, prompt, result = await run(PlannerSettings(draft=False, open_plan_answer="hops"))
+    hops, route, prompt, result = await run(
+        PlannerSettings(draft=False, supplement=True, open_plan_answer="hops")
+    )
     assert hops == chained and "Notes:\n(none)" in prompt
     assert route == "answer" and result.citation_check["answered_as"] == "hops"
-    ids, route, prompt, result = await run(PlannerSettings(draft=False, answer_sources=3))
+    ids, route, prompt, result = await run(
+        PlannerSettings(draft=False, supplement=True, answer_sources=3)
+    )
     assert ids == question_top and route == "rag_answer"
     head = prompt.split("Passages:")[0]  # no finding, no open step above the passages
     assert "Notes:" not in head and "Still open" not in head and "Paris" not in head
@@ -163,7 +169,9 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     assert result.short_answer == "Seine" and result.answer == "Seine." and not result.citations
     assert not check["short_answer_grounded"]
     chat.routes["rag_answer"] = reply(answer="Danube")
-    ids, route, prompt, result = await run(PlannerSettings(draft=False, answer_sources=3))
+    ids, route, prompt, result = await run(
+        PlannerSettings(draft=False, supplement=True, answer_sources=3)
+    )
     sentence, cited = result.answer.rsplit(" [", 1)
     [citation] = result.citations
     assert "Danube" in sentence and sentence in " ".join(citation.text.split())
@@ -184,7 +192,9 @@ async def test_an_open_plan_can_read_its_supported_findings_first(index) -> None
     question_top = [h.id for h in index.retrieve(QUESTION, 3)]
     agent = HoptreeAgent(
         chat, {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(draft=False, open_plan_answer="findings_first", answer_sources=3),
+        planner=PlannerSettings(
+            draft=False, supplement=True, open_plan_answer="findings_first", answer_sources=3
+        ),
         budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
     )  # fmt: skip
     result = await agent.ask(QUESTION)

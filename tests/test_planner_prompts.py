@@ -163,7 +163,7 @@ async def record(name: str, index: TantivySparseIndex) -> dict[str, Any]:
     agent = HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
-        planner=PlannerSettings(**{"draft": False, **planner}),
+        planner=PlannerSettings(**{"draft": False, "supplement": True, **planner}),
         budgets=BudgetSettings(**budgets),
         llm_timeout_s=5,
     )

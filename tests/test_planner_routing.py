@@ -57,7 +57,7 @@ def test_a_routing_step_may_go_to_any_search_node_or_the_answer() -> None:
 
 
 def runtime(**planner: Any) -> Any:
-    settings = PlannerSettings(**{"draft": False, **planner})
+    settings = PlannerSettings(**{"draft": False, "supplement": True, **planner})
     run = SimpleNamespace(searchers=dict.fromkeys(SEARCHERS), planner=settings)
     return SimpleNamespace(context=run)
 
