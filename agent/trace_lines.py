@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.results import TraceEvent
 from searchers.passages import source_label
+from searchers.text import normalize_answer_folded
 
 
 def _clip(text: Any, limit: int = 120) -> str:
@@ -39,12 +40,17 @@ def draft_sources(data: dict[str, Any]) -> str:
     return "Sources: " + "; ".join(titles) if titles else ""
 
 
-def replaced_line(draft: dict[str, Any] | None, final_choice: dict[str, Any] | None) -> str | None:
+def replaced_line(
+    draft: dict[str, Any] | None, final_choice: dict[str, Any] | None, final_short: str
+) -> str | None:
     """The one line that says the final answer replaced the draft, and why; None when the
-    draft was the answer, or there was no draft to replace (switched off, not written)."""
+    draft was the answer or the plan found the same one (``final_short``, compared as answers
+    are scored), or there was no draft to replace (switched off, not written)."""
     if not draft or draft.get("short_answer") is None or not final_choice:
         return None
     if final_choice.get("source") != "plan":
+        return None
+    if normalize_answer_folded(str(draft["short_answer"])) == normalize_answer_folded(final_short):
         return None
     why = _clip(final_choice.get("reason") or "the plan's answer won", 120)
     return f"the plan's answer replaced the draft {_clip(draft['short_answer'], 80)!r}: {why}"

@@ -104,7 +104,7 @@ def print_result(result: AskResult) -> None:
         + (f", searchers: {', '.join(result.searchers)}" if result.searchers else "")
         + "[/dim]"
     )
-    replaced = replaced_line(result.draft, result.final_choice)
+    replaced = replaced_line(result.draft, result.final_choice, result.short_answer)
     if replaced:
         out.print(f"[yellow]draft replaced:[/yellow] {escape(replaced)}")
     for problem in result.errors:
