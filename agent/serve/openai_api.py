@@ -5,7 +5,9 @@ as if it were one model, ``hoptree``. The question is the last user message; the
 ``X-Hoptree-Thread`` header, else the request's ``user`` field (earlier turns are not sent to the
 planner: clients that want follow-ups name a thread). Streamed, the trace arrives as
 ``reasoning_content`` deltas, then the cited answer as ``content`` deltas; not streamed, the same
-lines are the message's ``reasoning_content``. The trace never enters ``content``. Errors follow
+lines are the message's ``reasoning_content``. The trace never enters ``content``. The draft
+(draft first) is the one step given whole: while a plan checks it, its cited answer and sources
+are reasoning; when it stands, it is the ``content``, sent as it comes and not again. Errors follow
 OpenAI's conventions (``agent.serve.errors``), so its clients raise the right exception class.
 
 Kept apart from the app so the translation between OpenAI's shapes and an ``AskResult`` is in
