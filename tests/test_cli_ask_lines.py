@@ -66,10 +66,11 @@ async def test_the_draft_is_on_stderr_before_the_plan_starts(
     assert lines[0].startswith("keywords searched 'Which river")  # the question, as written
     assert lines[1].startswith("draft answer after ")
     assert lines[1].endswith("'Paris', cites [1] Paris; a plan will check it (shape: chain)")
-    assert lines[2:] == [
+    assert lines[2:4] == [
         "  draft: The Eiffel Tower stands on the Champ de Mars in Paris [1].",
         "  Sources: [1] Paris",
     ]
+    assert all(line.startswith("planning the search") for line in lines[4:])  # nothing else yet
     assert result.short_answer == "the Seine"
     print_result(result)
     out = capsys.readouterr().out
