@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent.results import TraceEvent
+from searchers.passages import source_label
+from searchers.text import normalize_answer_folded
 
 
 def _clip(text: Any, limit: int = 120) -> str:
@@ -19,6 +21,39 @@ def _clip(text: Any, limit: int = 120) -> str:
 
 def _queries(subs: Any) -> str:
     return "; ".join(_clip(q.get("query", ""), 100) for q in subs or [] if isinstance(q, dict))
+
+
+def cited_titles(citations: Any) -> list[str]:
+    """ "[n] title" of each cited source of an answer's citation records (the draft event's,
+    the result's), in order; what a person reads to know where an answer comes from."""
+    titles = []
+    for c in citations or []:
+        if isinstance(c, dict):
+            label = source_label(str(c.get("title") or c.get("id") or "?"), c.get("page"))
+            titles.append(f"[{c.get('n', '?')}] {label}")
+    return titles
+
+
+def draft_sources(data: dict[str, Any]) -> str:
+    """The draft event's cited sources as one line ("Sources: [1] Seine; [2] Paris"), or ""."""
+    titles = cited_titles(data.get("citations"))
+    return "Sources: " + "; ".join(titles) if titles else ""
+
+
+def replaced_line(
+    draft: dict[str, Any] | None, final_choice: dict[str, Any] | None, final_short: str
+) -> str | None:
+    """The one line that says the final answer replaced the draft, and why; None when the
+    draft was the answer or the plan found the same one (``final_short``, compared as answers
+    are scored), or there was no draft to replace (switched off, not written)."""
+    if not draft or draft.get("short_answer") is None or not final_choice:
+        return None
+    if final_choice.get("source") != "plan":
+        return None
+    if normalize_answer_folded(str(draft["short_answer"])) == normalize_answer_folded(final_short):
+        return None
+    why = _clip(final_choice.get("reason") or "the plan's answer won", 120)
+    return f"the plan's answer replaced the draft {_clip(draft['short_answer'], 80)!r}: {why}"
 
 
 def progress_line(event: TraceEvent) -> str | None:
@@ -74,10 +109,11 @@ def progress_line(event: TraceEvent) -> str | None:
         if not d.get("short_answer") and d.get("error"):
             return f"no draft ({_clip(d['error'], 100)}); the plan answers"
         seconds = float(d.get("seconds") or 0.0)
-        cited = len(d.get("citations") or [])
+        titles = cited_titles(d.get("citations"))
+        cited = f"cites {_clip('; '.join(titles), 100)}" if titles else "no citation"
         then = "a plan will check it" if decision.get("escalate") else "it stands"
         short = _clip(d.get("short_answer") or "(no short answer)", 80)
-        return f"draft answer after {seconds:.1f}s: {short!r}, {cited} citation(s); {then} ({why})"
+        return f"draft answer after {seconds:.1f}s: {short!r}, {cited}; {then} ({why})"
     if event.kind == "answer":
         check = d.get("check") or {}
         if not check:

@@ -58,6 +58,13 @@ def test_ask_json_piped_keeps_stdout_json_and_progress_on_stderr(
     assert draft_at < planning_at, proc.stderr
     assert lines[planning_at].endswith("planning the search (searchers: sparse)"), proc.stderr
     assert result["draft"]["decision"]["escalate"] is True  # a chain: the router plans it
+    # --json keeps the draft as it reached the person: its answer and citations
+    assert result["draft"]["short_answer"] == "Seine"
+    assert {c["id"] for c in result["draft"]["citations"]} == {"seine"}
+    assert result["final_choice"] == {"source": "plan", "reason": "resolved agrees with the draft"}
+    # stderr shows the draft's cited answer and its sources' titles under its line
+    assert any(re.search(r"  draft: .*\[\d\]", line) for line in lines), proc.stderr
+    assert any(line.endswith("Seine") and "  Sources: [" in line for line in lines), proc.stderr
     assert result["first_answer_s"] <= result["seconds"]
     assert any("planned 2 atomic queries" in line for line in lines), proc.stderr
     assert any("answer written" in line for line in lines), proc.stderr
@@ -67,7 +74,7 @@ def test_ask_json_piped_keeps_stdout_json_and_progress_on_stderr(
     )
     assert quiet.returncode == 0, quiet.stderr
     assert json.loads(quiet.stdout)["short_answer"] == "the Seine"
-    assert "planning the search" not in quiet.stderr
+    assert "planning the search" not in quiet.stderr and "draft" not in quiet.stderr
 
 
 def test_ask_over_an_index_with_a_tree_searches_the_tree_unasked(

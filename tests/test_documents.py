@@ -167,7 +167,7 @@ def test_citations_carry_the_page_of_their_passage() -> None:
         completion_tokens=0,
         seconds=0.0,
     )
-    assert "[1] Report > Risks p. 7 (p7)" in sources_block(result)
+    assert "[1] Report > Risks p. 7 (p7)" in sources_block(result.citations)
     assert ask_output(result).citations[0].page == 7
     assert Hit(Passage("x", "T", "t", {"page": "7"}), 0.0).label == "T"  # malformed: no page
 

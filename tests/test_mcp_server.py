@@ -33,6 +33,7 @@ from searchers.registry import SearcherContext, SearcherRegistry, SearcherSpec
 from searchers.searcher import Searcher, SearchResult
 from tests.live_server import serving
 from tests.planner_scripts import DATA, KeywordSearcher, two_hop_chat
+from tests.routed_chat import RoutedChatModel
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
 KEY = "mcp-test-key"
@@ -47,17 +48,25 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory, embeddings) -> Path:
 
 
 def backend_over(
-    index_dir: Path, embeddings, settings: Settings, searcher: Searcher | None = None, **kw: Any
+    index_dir: Path,
+    embeddings,
+    settings: Settings,
+    searcher: Searcher | None = None,
+    *,
+    chat: RoutedChatModel | None = None,
+    planner: PlannerSettings | None = None,
+    **kw: Any,
 ) -> McpBackend:
-    """The real planner over the scripted two-hop chat; ``search`` gets a registry with one
-    LLM-free searcher, ``retrieve`` the index's real retrievers."""
+    """The real planner over the scripted two-hop chat (or ``chat``), the draft off unless
+    ``planner`` says otherwise; ``search`` gets a registry with one LLM-free searcher,
+    ``retrieve`` the index's real retrievers."""
     sparse = IndexDir.open(index_dir).sparse()
     planner_searcher = searcher or KeywordSearcher(sparse)
-    chat = two_hop_chat()
+    chat = chat or two_hop_chat()
     agent = HoptreeAgent(
         chat,
         {planner_searcher.name: planner_searcher},
-        planner=PlannerSettings(draft=False, supplement=True),
+        planner=planner or PlannerSettings(draft=False, supplement=True),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

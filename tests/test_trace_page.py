@@ -1,6 +1,8 @@
 """The live trace page in a real headless Chromium (Debian's), against the real server and the
 scripted agent: the key prompt, the plan tree growing from the SSE stream, the cited answer, and
-a citation opening its passage. A screenshot lands in ``tests/artifacts/trace_page.png``.
+a citation opening its passage. A screenshot lands in ``tests/artifacts/trace_page.png``. Draft
+first runs the real planner (tests/draft_scripts.py): the draft shown, labelled, while the plan
+is held, then confirmed or replaced with the reason (``trace_page_draft*.png``).
 
 No browser download ever happens here (``playwright install`` is never run): the test drives
 ``/usr/bin/chromium``. Without it the test is skipped, unless ``CI`` is set, where a missing
@@ -196,3 +198,87 @@ def test_api_docs_render_without_internet(page) -> None:
         page.goto(url + "/redoc")
         expect(page.locator("h1", has_text="hoptree")).to_have_count(1)
     assert [(kind, u) for kind, u in foreign if kind != "image"] == []
+
+
+@pytest.fixture(scope="module")
+def passages(tmp_path_factory: pytest.TempPathFactory):
+    from tests.planner_scripts import passages_index
+
+    return passages_index(tmp_path_factory)
+
+
+def test_the_draft_shows_at_once_and_the_result_replaces_it(page, passages) -> None:
+    """Draft first on the real planner: the draft is shown, labelled, while the plan's first
+    call is held (tests/draft_scripts.Gate), then the final answer replaces it and says why."""
+    from playwright.sync_api import expect
+
+    from tests.draft_scripts import QUESTION, Gate, draft_agent, draft_chat
+
+    gate = Gate()
+    with live_server(draft_agent(passages, draft_chat("Paris", gate))) as url:
+        page.goto(url + "/")
+        expect(page.locator("#searcher-chips .chip")).to_have_count(1)
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        draft = page.locator("#answer .answer-block.draft")
+        expect(draft.locator(".draft-badge")).to_have_text("draft")
+        expect(draft.locator(".short-answer")).to_have_text("Paris")
+        expect(draft.locator(".long-answer")).to_contain_text("Champ de Mars in Paris [1]")
+        expect(draft.locator(".draft-status")).to_contain_text(
+            "A plan is checking it (shape: chain)"
+        )
+        expect(draft.locator(".sources li")).to_have_count(1)
+        expect(draft.locator(".sources li")).to_contain_text("Paris")
+        draft.locator('.long-answer .cite[data-n="1"]').click()
+        expect(page.locator("#passage-card blockquote")).to_contain_text("Champ de Mars")
+        # the plan is provably still running: its first call waits for the gate
+        assert gate.held.wait(10) and not gate.opened.is_set()
+        expect(page.locator("#stop")).to_be_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "trace_page_draft.png"), full_page=True)
+        gate.open()
+
+        final = page.locator("#answer .answer-block.final")
+        expect(final.locator(".draft-outcome.replaced")).to_contain_text(
+            'replaced the draft "Paris": supported chain over one read'
+        )
+        expect(final.locator(":scope > .short-answer")).to_have_text("the Seine")
+        expect(final.locator(":scope > .long-answer .cite")).to_have_count(2)
+        expect(final.locator("details.replaced-draft .short-answer")).to_have_text("Paris")
+        expect(page.locator("#stop")).to_be_hidden()
+        page.screenshot(path=str(ARTIFACTS / "trace_page_draft_replaced.png"), full_page=True)
+
+
+def test_a_draft_the_plan_agrees_with_is_confirmed(page, passages) -> None:
+    from playwright.sync_api import expect
+
+    from tests.draft_scripts import QUESTION, draft_agent, draft_chat
+
+    with live_server(draft_agent(passages, draft_chat("Seine"))) as url:
+        page.goto(url + "/")
+        page.fill("#question", QUESTION)
+        page.click("#ask")
+        final = page.locator("#answer .answer-block.final.confirmed")
+        expect(final.locator(".draft-outcome")).to_contain_text(
+            "draft confirmed The draft answer stands: resolved agrees with the draft."
+        )
+        expect(final.locator(".short-answer")).to_have_text("the Seine")
+        expect(page.locator("details.replaced-draft")).to_have_count(0)
+
+
+def test_a_draft_that_stands_is_the_answer(page, passages) -> None:
+    """A single fact: the router lets the draft stand, so no plan runs and the page says so."""
+    from playwright.sync_api import expect
+
+    from tests.draft_scripts import draft_agent, draft_chat
+
+    with live_server(draft_agent(passages, draft_chat("Seine"))) as url:
+        page.goto(url + "/")
+        page.fill("#question", "Which river flows through Paris?")
+        page.click("#ask")
+        final = page.locator("#answer .answer-block.final.confirmed")
+        expect(final.locator(".draft-outcome")).to_contain_text(
+            "The draft answer stands: draft stands: supported."
+        )
+        expect(final.locator(".short-answer")).to_have_text("Seine")
+        expect(page.locator(".subquery")).to_have_count(1)  # the question's own search only

@@ -20,7 +20,7 @@ from rich.tree import Tree
 
 from agent.progress import ProgressLines
 from agent.results import AskResult, TraceEvent
-from agent.trace_lines import progress_line
+from agent.trace_lines import draft_sources, progress_line, replaced_line
 
 out = Console(emoji=False)  # ":b:" in a passage title is text, not an emoji code
 err = Console(stderr=True, emoji=False)
@@ -104,6 +104,9 @@ def print_result(result: AskResult) -> None:
         + (f", searchers: {', '.join(result.searchers)}" if result.searchers else "")
         + "[/dim]"
     )
+    replaced = replaced_line(result.draft, result.final_choice, result.short_answer)
+    if replaced:
+        out.print(f"[yellow]draft replaced:[/yellow] {escape(replaced)}")
     for problem in result.errors:
         out.print(f"[yellow]note:[/yellow] {escape(problem)}")
 
@@ -114,16 +117,35 @@ def progress_printer() -> Callable[[TraceEvent], None]:
     a terminal, timestamped plain lines in a pipe or a log, as the other long commands."""
     lines = None if err.is_terminal else ProgressLines(err)
 
+    def note(line: str, *, dim: bool = True) -> None:
+        if lines is not None:
+            lines.note(escape(line))
+        elif dim:
+            err.print(f"[dim]{escape(line)}[/dim]", highlight=False)
+        else:
+            err.print(escape(line), highlight=False)
+
     def show(event: TraceEvent) -> None:
         line = progress_line(event)
         if not line:
             return
-        if lines is None:
-            err.print(f"[dim]{escape(line)}[/dim]", highlight=False)
-        else:
-            lines.note(line)
+        note(line)
+        if event.kind == "draft":
+            for extra in draft_lines(event.data):
+                note(extra, dim=False)  # an answer to read, not a step to skim
 
     return show
+
+
+def draft_lines(data: dict[str, Any]) -> list[str]:
+    """The draft's cited answer and its sources' titles, printed under its progress line the
+    moment it exists: on the local model the plan may take a minute more, and the draft is
+    often the answer. None for a draft that could not be written."""
+    if data.get("short_answer") is None or not data.get("answer"):
+        return []
+    lines = [f"  draft: {' '.join(str(data['answer']).split())}"]
+    sources = draft_sources(data)
+    return [*lines, f"  {sources}"] if sources else lines
 
 
 async def run_question(agent: Any, question: str, thread_id: str | None, live: bool) -> AskResult:

@@ -15,7 +15,9 @@ Endpoints:
   that want follow-ups name a thread and the planner's checkpointer keeps the conversation.
   Streamed, the trace arrives as it happens as ``reasoning_content`` deltas (one line per step,
   what chat UIs show as "thinking"), then the answer as ``content`` deltas; not streamed, the same
-  lines are the message's ``reasoning_content``. The trace never enters ``content``.
+  lines are the message's ``reasoning_content``. The trace never enters ``content``; a draft that
+  stands (``draft`` event, ``final: true``) is the answer, streamed as ``content`` the moment it
+  exists.
 - ``POST /v1/documents`` ``{"name", "text" | "content_base64"}`` adds or replaces a document,
   ``DELETE /v1/documents/{source}`` removes one, ``GET /v1/documents`` lists the sources
   (``agent.serve.documents``; mounted when the server knows its index).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import MISSING, fields
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, Field, create_model
 
@@ -63,6 +63,31 @@ class SubQueryOut(BaseModel):
     passage_ids: list[str] = Field(description="the passages found for it, best first")
 
 
+class DraftDecisionOut(BaseModel):
+    escalate: bool = Field(description="true: the plan ran after the draft")
+    reason: str = Field(description="why the router planned, or let the draft stand")
+    policy: str = Field(description="the router's policy: fitted, always, never (none: no draft)")
+
+
+class DraftOut(BaseModel):
+    """The one-call draft the person saw within seconds, before any plan (draft first)."""
+
+    short_answer: str | None = Field(None, description="absent when no draft could be written")
+    answer: str | None = Field(None, description="the draft's cited answer with [n] marks")
+    citations: list[CitationOut] = Field(default_factory=list)
+    seconds: float | None = Field(None, description="seconds from the question to the draft")
+    signals: dict[str, Any] = Field(
+        default_factory=dict, description="what the router read: shape, supported, empty, ..."
+    )
+    decision: DraftDecisionOut
+    error: str | None = Field(None, description="why no draft could be written")
+
+
+class FinalChoiceOut(BaseModel):
+    source: Literal["draft", "plan"] = Field(description="which answer is the final one")
+    reason: str
+
+
 class AskOutput(BaseModel):
     question: str
     short_answer: str = Field(description="a span of the evidence, or yes/no")
@@ -79,6 +104,15 @@ class AskOutput(BaseModel):
     seconds: float
     searchers: list[str] = Field(
         default_factory=list, description="the searchers the planner sent its queries to"
+    )
+    draft: DraftOut | None = Field(
+        None, description="the one-call draft answer that came first; null with the draft off"
+    )
+    final_choice: FinalChoiceOut | None = Field(
+        None, description="when the plan ran after a draft: which answer won and why"
+    )
+    first_answer_s: float | None = Field(
+        None, description="seconds from the question to the first cited answer (the draft's)"
     )
 
 
@@ -164,6 +198,11 @@ def ask_output(result: AskResult) -> AskOutput:
         thread_id=result.thread_id,
         seconds=round(result.seconds, 2),
         searchers=list(result.searchers),
+        draft=None if result.draft is None else DraftOut.model_validate(result.draft),
+        final_choice=None
+        if result.final_choice is None
+        else FinalChoiceOut.model_validate(result.final_choice),
+        first_answer_s=None if result.first_answer_s is None else round(result.first_answer_s, 2),
     )
 
 

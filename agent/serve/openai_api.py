@@ -5,7 +5,9 @@ as if it were one model, ``hoptree``. The question is the last user message; the
 ``X-Hoptree-Thread`` header, else the request's ``user`` field (earlier turns are not sent to the
 planner: clients that want follow-ups name a thread). Streamed, the trace arrives as
 ``reasoning_content`` deltas, then the cited answer as ``content`` deltas; not streamed, the same
-lines are the message's ``reasoning_content``. The trace never enters ``content``. Errors follow
+lines are the message's ``reasoning_content``. The trace never enters ``content``. The draft
+(draft first) is the one step given whole: while a plan checks it, its cited answer and sources
+are reasoning; when it stands, it is the ``content``, sent as it comes and not again. Errors follow
 OpenAI's conventions (``agent.serve.errors``), so its clients raise the right exception class.
 
 Kept apart from the app so the translation between OpenAI's shapes and an ``AskResult`` is in
@@ -27,13 +29,13 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import ServerSentEvent
 
-from agent.results import AskResult, TraceEvent
+from agent.results import AskResult, Citation, TraceEvent
 from agent.serve.errors import ApiError, error_body, error_response
 from agent.serve.limits import RunSlots, stream_response
 from agent.serve.runs import ClientGone, check_question, check_thread_id, run_ask, run_items
 from agent.service import AgentLike
 from agent.settings import ServerSettings
-from agent.trace_lines import progress_line
+from agent.trace_lines import draft_sources, progress_line
 
 log = logging.getLogger("hoptree.http")
 
@@ -112,20 +114,25 @@ def check_model(model: str | None) -> None:
 # --------------------------------------------------------------------------- formatting
 
 
-def sources_block(result: AskResult) -> str:
-    if not result.citations:
+def sources_block(citations: list[Citation]) -> str:
+    if not citations:
         return ""
     lines = ["Sources:"]
-    for c in result.citations:
+    for c in citations:
         where = f" <{c.url}>" if c.url else f" ({c.id})"
         lines.append(f"[{c.n}] {c.label}{where}")
     return "\n".join(lines)
 
 
+def answer_content(answer: str, citations: list[Citation]) -> str:
+    """A cited answer, then a short "Sources:" list so [n] marks mean something in any UI."""
+    sources = sources_block(citations)
+    return f"{answer}\n\n{sources}" if sources else answer
+
+
 def chat_content(result: AskResult) -> str:
-    """The cited answer, then a short "Sources:" list so [n] marks mean something in any UI."""
-    sources = sources_block(result)
-    return f"{result.answer}\n\n{sources}" if sources else result.answer
+    """The result's cited answer and its sources (``answer_content``)."""
+    return answer_content(result.answer, result.citations)
 
 
 def usage_json(result: AskResult) -> dict[str, int]:
@@ -148,13 +155,44 @@ def hoptree_extra(result: AskResult) -> dict[str, Any]:
         "citation_check": result.citation_check,
         "degraded": result.degraded,
         "degraded_reasons": result.degraded_reasons,
+        "draft": result.draft,
+        "final_choice": result.final_choice,
+        "first_answer_s": result.to_json(with_trace=False)["first_answer_s"],
     }
+
+
+def draft_content(data: dict[str, Any]) -> str:
+    """A draft event's cited answer and its "Sources:" list, as ``chat_content`` writes a
+    result's: the content a streaming client receives when the draft is the final answer."""
+    citations = [Citation.from_json(c) for c in data.get("citations") or []]
+    return answer_content(str(data.get("answer") or ""), citations)
+
+
+def draft_reasoning(event: TraceEvent) -> str:
+    """The draft as reasoning text. A draft the plan checks is given whole (short answer, cited
+    answer, its sources), so a chat UI shows an answer within seconds while the plan runs; a
+    draft that stands is only named here, its cited answer being the ``content`` itself."""
+    line = progress_line(event) or ""
+    d = event.data
+    if d.get("final") or d.get("short_answer") is None:
+        return f"- {line}\n" if line else ""
+    why = (d.get("decision") or {}).get("reason") or "the router asked for it"
+    sources = draft_sources(d)
+    return (
+        f"- Draft answer after {float(d.get('seconds') or 0.0):.1f}s: {d['short_answer']}\n"
+        f"  {' '.join(str(d.get('answer') or '').split())}\n"
+        + (f"  {sources}\n" if sources else "")
+        + f"  A plan is checking it ({why}).\n"
+    )
 
 
 def progress_text(event: TraceEvent) -> str:
     """The step's line as reasoning text, a markdown list item (chat UIs render reasoning as
-    markdown, where bare lines would run together), or "" for a step not shown."""
+    markdown, where bare lines would run together), or "" for a step not shown; the draft as
+    ``draft_reasoning`` gives it."""
     try:
+        if event.kind == "draft":
+            return draft_reasoning(event)
         line = progress_line(event)
     except Exception:  # a malformed event must not end the stream that carries the answer
         log.warning("no progress line for a %s event", event.kind, exc_info=True)
@@ -183,6 +221,17 @@ def text_pieces(text: str, size: int = 80) -> list[str]:
 
 
 # --------------------------------------------------------------------------- streaming
+
+
+def rest_of(content: str, sent: str) -> str:
+    """What of the final ``content`` a client still needs when ``sent`` was streamed already
+    (a draft that stood): nothing when it is the same answer, so nothing arrives twice; the
+    final answer after a separator in the unexpected case that it differs."""
+    if not sent:
+        return content
+    if content.startswith(sent):
+        return content[len(sent) :]
+    return f"\n\n---\nFinal answer:\n{content}"
 
 
 # A fatal event's type -> the (type, code) of the same failure in a non-streamed reply, so a
@@ -244,6 +293,7 @@ async def chat_stream(
 
     result: AskResult | None = None
     failure: TraceEvent | None = None
+    sent = ""  # the content already streamed: a draft that stands, sent as it came
     async with aclosing(run_items(agent, question, thread_id, deadline_s)) as items:
         async for item in items:
             if isinstance(item, AskResult):
@@ -253,13 +303,19 @@ async def chat_stream(
                 failure = item  # explains a run that ends without a result
                 if item.data.get("fatal"):
                     continue  # sent as the error below, not as a step
+            if sent:
+                continue  # the answer is streaming: later steps stay in the trace
             line = progress_text(item)
             if line:
                 yield chunk({"reasoning_content": line})
+            if item.kind == "draft" and item.data.get("final") and item.data.get("answer"):
+                sent = draft_content(item.data)
+                for piece in text_pieces(sent):
+                    yield chunk({"content": piece})
     if result is None:
         yield json.dumps(stream_error(failure), ensure_ascii=False)
         return
-    for piece in text_pieces(chat_content(result)):
+    for piece in text_pieces(rest_of(chat_content(result), sent)):
         yield chunk({"content": piece})
     extra = hoptree_extra(result)
     yield chunk({}, "stop", hoptree=extra)

@@ -2,7 +2,9 @@
 //
 // The page POSTs the question to v1/ask/stream and reads the server-sent events with fetch() and
 // a ReadableStream reader (EventSource cannot POST or send an Authorization header). Every event
-// grows the plan tree; the final "result" event fills the cited answer. All text from the server
+// grows the plan tree; a "draft" event (draft first: one-call RAG over the question's own hits)
+// shows a cited answer labelled as a draft within seconds, and the final "result" event fills the
+// cited answer, confirming the draft or replacing it and saying why. All text from the server
 // (questions, LLM output, passages) goes into the DOM through textContent, never as HTML.
 //
 // Why one file of this length: with no build step there are no modules to import, and a page
@@ -46,6 +48,7 @@
     subqueries: new Map(), // id -> {card, body, searchesEl, waitEl, findingEl, searches}
     passages: new Map(), // passage id -> {id, title, text, url}
     citations: new Map(), // n -> citation
+    draft: null, // the draft event's data while a draft is shown
     searches: 0,
     sawResult: false,
     sawFatal: false,
@@ -198,6 +201,7 @@
     state.subqueries.clear();
     state.passages.clear();
     state.citations.clear();
+    state.draft = null;
     state.searches = 0;
     state.sawResult = false;
     state.sawFatal = false;
@@ -562,7 +566,8 @@
 
   // ------------------------------------------------------------------ the answer
 
-  function citedText(text) {
+  function citedText(text, citations) {
+    const known = citations || state.citations;
     const nodes = [];
     const pattern = /\[(\d+(?:\s*,\s*\d+)*)\]/g;
     let last = 0;
@@ -570,7 +575,7 @@
       if (match.index > last) nodes.push(text.slice(last, match.index));
       for (const part of match[1].split(",")) {
         const n = Number(part.trim());
-        const citation = state.citations.get(n);
+        const citation = known.get(n);
         nodes.push(
           citation
             ? el("button", {
@@ -579,7 +584,7 @@
                 "data-n": n,
                 title: citeLabel(citation),
                 text: `[${n}]`,
-                onclick: () => showCitation(n),
+                onclick: (e) => showCitation(n, known, e.currentTarget),
               })
             : `[${n}]`,
         );
@@ -596,29 +601,111 @@
     return c.page ? `${title} p. ${c.page}` : title;
   }
 
+  /** The numbered list of an answer's cited sources; each opens its passage. */
+  function sourcesList(citations, known) {
+    if (!citations.length) return null;
+    return el(
+      "ol",
+      { class: "sources" },
+      ...citations.map((c) =>
+        el(
+          "li",
+          {},
+          el("span", { class: "n", text: `[${c.n}]` }),
+          el("button", { type: "button", class: "passage-link", text: citeLabel(c), onclick: () => showCitation(c.n, known) }),
+          el("span", { class: "sid", text: c.id }),
+        ),
+      ),
+    );
+  }
+
+  function citationMap(citations) {
+    return new Map((citations || []).map((c) => [c.n, c]));
+  }
+
+  /** The draft as an answer block labelled as one: its short answer, cited answer and sources,
+   *  and what happens next (a plan checks it, or it stands). Its [n] open the draft's own
+   *  passages: the final answer may number its sources differently. */
+  function draftBlock(d, status) {
+    const known = citationMap(d.citations);
+    const seconds = typeof d.seconds === "number" ? ` after ${d.seconds.toFixed(1)} s` : "";
+    return el(
+      "div",
+      { class: "answer-block draft appear" },
+      el(
+        "div",
+        { class: "answer-label" },
+        el("span", { class: "badge draft-badge", text: "draft" }),
+        el("span", { class: "stats", text: `one-call answer from the question's own hits${seconds}` }),
+      ),
+      status,
+      d.short_answer ? el("p", { class: "short-answer", text: d.short_answer }) : null,
+      d.answer ? el("p", { class: "long-answer" }, ...citedText(d.answer, known)) : null,
+      sourcesList(d.citations || [], known),
+    );
+  }
+
+  function addDraft(event) {
+    const d = event.data || {};
+    const decision = d.decision || {};
+    if (d.short_answer === undefined || d.short_answer === null) {
+      const why = d.error || decision.reason || "no draft";
+      $("answer").replaceChildren(
+        el("p", { class: "draft-none muted", text: `No draft (${why}); the planner is answering…` }),
+      );
+      return;
+    }
+    state.draft = d;
+    for (const c of d.citations || []) rememberHit(c);
+    const status = el(
+      "p",
+      { class: `draft-status ${d.final ? "stands" : "checking"}` },
+      d.final ? null : el("span", { class: "spinner" }),
+      d.final
+        ? `This draft stands as the answer (${decision.reason || "the router kept it"}).`
+        : `A plan is checking it (${decision.reason || "the router asked for it"})…`,
+    );
+    $("answer").replaceChildren(draftBlock(d, status));
+  }
+
+  const fold = (text) => String(text || "").toLowerCase().replace(/^(the|a|an)\s+/, "").replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+
+  /** How the result relates to the draft shown before it: "confirmed" (the draft won, or the
+   *  plan found the same answer) or "replaced" (with the final choice's reason); null without
+   *  a draft. */
+  function draftOutcome(result) {
+    const draft = state.draft;
+    if (!draft) return null;
+    const choice = result.final_choice || {};
+    if (choice.source === "draft" || fold(result.short_answer) === fold(draft.short_answer)) {
+      return { confirmed: true, reason: choice.reason || "the plan found the same answer" };
+    }
+    return { confirmed: false, reason: choice.reason || "the plan found another answer" };
+  }
+
   function renderAnswer(short, long, result) {
     const parts = [];
+    const outcome = result ? draftOutcome(result) : null;
+    if (outcome) {
+      parts.push(
+        el(
+          "div",
+          { class: `draft-outcome ${outcome.confirmed ? "confirmed" : "replaced"}` },
+          el("span", { class: `badge ${outcome.confirmed ? "ok" : "warn"}`, text: outcome.confirmed ? "draft confirmed" : "draft replaced" }),
+          el("span", {
+            class: "why",
+            text: outcome.confirmed
+              ? ` The draft answer stands: ${outcome.reason}.`
+              : ` The final answer replaced the draft "${state.draft.short_answer}": ${outcome.reason}.`,
+          }),
+        ),
+      );
+    }
     if (short) parts.push(el("p", { class: "short-answer", text: short }));
     if (long) parts.push(el("p", { class: "long-answer" }, ...citedText(long)));
     if (result) {
-      const citations = result.citations || [];
-      if (citations.length) {
-        parts.push(
-          el(
-            "ol",
-            { class: "sources" },
-            ...citations.map((c) =>
-              el(
-                "li",
-                {},
-                el("span", { class: "n", text: `[${c.n}]` }),
-                el("button", { type: "button", class: "passage-link", text: citeLabel(c), onclick: () => showCitation(c.n) }),
-                el("span", { class: "sid", text: c.id }),
-              ),
-            ),
-          ),
-        );
-      }
+      const sources = sourcesList(result.citations || [], state.citations);
+      if (sources) parts.push(sources);
       parts.push(
         el(
           "div",
@@ -634,8 +721,13 @@
           ...(result.errors || []).map((e) => el("span", { class: "badge bad", text: e })),
         ),
       );
+      if (outcome && !outcome.confirmed) {
+        // the replaced draft stays readable, folded away under the final answer
+        parts.push(el("details", { class: "replaced-draft" }, el("summary", { text: "the draft it replaced" }), draftBlock(state.draft, null)));
+      }
     }
-    $("answer").replaceChildren(...parts);
+    const block = el("div", { class: `answer-block final${outcome && outcome.confirmed ? " confirmed" : ""}` }, ...parts);
+    $("answer").replaceChildren(block);
   }
 
   // The lexical check of the cited answer: how many sentences stood, were re-cited or dropped.
@@ -649,6 +741,7 @@
   function addResult(event) {
     const result = event.data;
     state.sawResult = true;
+    state.citations.clear();
     for (const c of result.citations || []) {
       state.citations.set(c.n, c);
       state.passages.set(c.id, { id: c.id, title: c.title, text: c.text, url: c.url });
@@ -669,11 +762,13 @@
     );
   }
 
-  function showCitation(n) {
-    const c = state.citations.get(n);
+  function showCitation(n, citations, button) {
+    const c = (citations || state.citations).get(n);
     if (!c) return;
-    for (const button of document.querySelectorAll(".cite")) {
-      button.classList.toggle("active", Number(button.dataset.n) === n);
+    const answerBlock = button && button.closest(".long-answer");
+    for (const cite of document.querySelectorAll(".cite")) {
+      const same = answerBlock ? cite.closest(".long-answer") === answerBlock : !cite.closest(".draft");
+      cite.classList.toggle("active", same && Number(cite.dataset.n) === n);
     }
     showPassage({ ...c, label: `[${n}]` });
   }
@@ -717,8 +812,12 @@
       case "verify":
         addVerdict(event);
         break;
+      case "draft":
+        addDraft(event);
+        break;
       case "answer":
-        renderAnswer(event.data.short_answer, event.data.answer, null);
+        // with a draft shown, the result (right behind this event) confirms or replaces it
+        if (!state.draft) renderAnswer(event.data.short_answer, event.data.answer, null);
         break;
       case "error":
         addError(event);
