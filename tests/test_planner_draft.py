@@ -73,7 +73,7 @@ async def test_a_chain_goes_to_the_plan_and_the_question_is_searched_once(index)
     assert result.draft is not None
     assert result.draft["decision"] == {
         "escalate": True,
-        "reason": "shape: chain (no log-probabilities to read)",  # a scripted model sends none
+        "reason": "shape: chain",  # a scripted model sends no log-probabilities
         "policy": "fitted",
     }
     # the resolved chain agrees with the draft ("the Seine" and "Seine"): the plan's answer

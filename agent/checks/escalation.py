@@ -233,7 +233,7 @@ def decide(signals: Signals, policy: Policy = FITTED) -> Decision:
         if signals.logprob_min is None and signals.shape == "chain":
             # no confidence to read (the server sent no log-probabilities): a chain is what
             # the plan is for, so it is planned, as before the floor was fitted
-            return Decision(True, "shape: chain (no log-probabilities to read)")
+            return Decision(True, "shape: chain")
         if signals.logprob_min is not None and signals.logprob_min < policy.min_logprob:
             return Decision(True, f"low confidence: min logprob {signals.logprob_min:.2f}")
     return Decision(False, "draft stands: " + ("yes/no" if signals.yes_no else "supported"))
