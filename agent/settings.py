@@ -280,11 +280,13 @@ class PlannerSettings(BaseModel):
     # On the MuSiQue rows the findings call took a span that is no gold hop's answer in 50 of
     # 87 plans, most often from the gold paragraph itself (`hoptree eval plans`); "reader" asks
     # each query as one-call RAG asks a question (``searchers/reader.py``: a short answer alone,
-    # no JSON), one call per query, over the same passages and support check. Measured on 60
-    # MuSiQue tuning queries shown a gold hop's paragraph: right 15 times against the batched
-    # call's 19, in 0.69x the time (benchmarks/results/findings-prompt.md); so not the default.
+    # no JSON), one call per query, over the same passages and support check. Measured one call
+    # a gold hop (benchmarks/results/hop-reading.md): the reader read more hops right on every
+    # split and phrasing, MuSiQue tuning 53.3% against 36.7%, the planner's own phrasings of 62
+    # tuning hops 30.6% against 22.6% (5 wins, 0 losses), MuSiQue report 31.7 against 30.0,
+    # 2Wiki report 58.3 against 48.3, in about two thirds of the seconds; so the default.
     findings_call: Literal["batched", "reader"] = Field(
-        "batched",
+        "reader",
         description="batched = one JSON call a round for all its queries; reader = one "
         "one-call-RAG reader call per query (more calls, far shorter replies)",
     )

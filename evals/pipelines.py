@@ -373,7 +373,9 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
 
 
 # what each planner pipeline sets itself; the rest of PlannerSettings comes from the settings
-PIPELINE_PLANNER_FIELDS = frozenset({"searchers", "decompose", "summarize", "supplement", "draft"})
+PIPELINE_PLANNER_FIELDS = frozenset(
+    {"searchers", "decompose", "summarize", "supplement", "draft", "findings_call"}
+)
 
 
 def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
@@ -402,13 +404,15 @@ def planner_overrides(settings: Settings) -> dict[str, Any]:
 
 
 def planner_settings(
-    ctx: EvalContext, searchers: Sequence[str], **switches: bool
+    ctx: EvalContext, searchers: Sequence[str], **switches: bool | str
 ) -> PlannerSettings:
     """The configured planner settings with ``searchers`` and every LevelRAG step on, no draft
-    (LevelRAG's planner runs from the start), but for the ``switches`` a pipeline sets: an
-    ablation turns a step off, ``draft-first`` turns the draft on."""
+    (LevelRAG's planner runs from the start) and one batched findings call a round (the planner
+    the v4 rows measured), but for the ``switches`` a pipeline sets: an ablation turns a step
+    off, ``draft-first`` is hoptree's default (the draft, the reader's findings, no follow-ups)."""
     update = {"searchers": list(searchers), "decompose": True, "summarize": True, "draft": False}
-    return ctx.settings.planner.model_copy(update={**update, "supplement": True, **switches})
+    fixed = {**update, "supplement": True, "findings_call": "batched"}
+    return ctx.settings.planner.model_copy(update={**fixed, **switches})
 
 
 def planner_agent(
@@ -425,7 +429,7 @@ def planner_agent(
     )
 
 
-def _planner(searchers: tuple[str, ...], **switches: bool) -> PipelineRun:
+def _planner(searchers: tuple[str, ...], **switches: bool | str) -> PipelineRun:
     async def run(ctx: EvalContext, corpus: Corpus, q: EvalQuestion) -> PipelineOutput:
         started = time.monotonic()
         planner = planner_settings(ctx, searchers, **switches)
@@ -555,7 +559,7 @@ PIPELINES: dict[str, PipelineSpec] = {
             "hoptree's default: a one-call draft first, the planner (no follow-up rounds) "
             "where the router sends the question, the better-supported answer kept",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False),
+            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="reader"),
         ),
         PipelineSpec(
             "full+tree",

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from agent.hoptree_agent import HoptreeAgent
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.planner_scripts import QUESTION, KeywordSearcher, reply, two_hop_chat
+from tests.planner_scripts import QUESTION, KeywordSearcher, reader_by_question, two_hop_chat
 from tests.routed_chat import RoutedChatModel
 
 __all__ = ["QUESTION", "Gate", "draft_agent", "draft_chat"]
@@ -54,7 +54,7 @@ def draft_chat(draft: str = "Paris", gate: Gate | None = None) -> RoutedChatMode
     """The two-hop script with the draft's reader answering ``draft``; with ``gate``, the
     plan's first call (decompose) waits for it."""
     chat = two_hop_chat()
-    chat.routes["rag_answer"] = reply(answer=draft)
+    chat.routes["rag_answer"] = reader_by_question(**{"Which river flows through the city": draft})
     if gate is not None:
         chat.routes["decompose"] = gate.wrap(chat.routes["decompose"])
     return chat

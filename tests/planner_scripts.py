@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -79,14 +80,16 @@ def user_text(messages: list[BaseMessage]) -> str:
 
 
 # the answer step an open plan had before ``open_plan_answer="one_call"`` became the default
-CHAIN = PlannerSettings(draft=False, supplement=True, open_plan_answer="chain")
+CHAIN = PlannerSettings(
+    draft=False, supplement=True, findings_call="batched", open_plan_answer="chain"
+)
 
 
 def agent_with(chat, searchers, planner: PlannerSettings | None = None, **budgets) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
-        planner=planner or PlannerSettings(draft=False, supplement=True),
+        planner=planner or PlannerSettings(draft=False, supplement=True, findings_call="batched"),
         budgets=BudgetSettings(**budgets),
         llm_timeout_s=5,
     )
@@ -122,6 +125,34 @@ def number(block: str, title: str) -> int:
     return number_any(block, title)
 
 
+# what the scripted reader answers, by the words of the question it was asked (first match)
+READS = {
+    "city where the Eiffel Tower stands?": "Seine",  # the whole question (draft, open plan)
+    "city where the Eiffel Tower stands": "Paris",  # the first hop
+    "through Paris": "Seine",  # the second hop, and the single fact
+}
+
+
+def asked(messages: list[BaseMessage]) -> str:
+    """The question a reader prompt asks (``prompts/rag_answer.txt``: "Question: ...")."""
+    text = user_text(messages)
+    return text.split("Question:", 1)[-1].split("\n", 1)[0].strip()
+
+
+def reader_by_question(**first: str) -> Callable[[list[BaseMessage]], str]:
+    """A scripted one-call RAG reader answering by the question's words: ``first`` (a needle
+    and its answer) before ``READS``; "Seine" when none matches."""
+
+    def read(messages: list[BaseMessage]) -> str:
+        question = asked(messages)
+        for needle, answer in [*first.items(), *READS.items()]:
+            if needle in question:
+                return reply(answer=answer)
+        return reply(answer="Seine")
+
+    return read
+
+
 def two_hop_chat(answer: str | None = None) -> RoutedChatModel:
     """The second query needs the first one's answer (#1): it waits, then goes out with
     "Paris" filled in. Every finding is a span of its passages, so no verify call is needed."""
@@ -151,8 +182,9 @@ def two_hop_chat(answer: str | None = None) -> RoutedChatModel:
             "summarize": summarize,
             "verify": reply(sufficient=False, queries=[]),
             "answer": final,
-            # an open plan's one-call RAG reader (``searchers.reader``)
-            "rag_answer": reply(answer="Seine"),
+            # one-call RAG's reader (``searchers.reader``): the draft, an open plan's answer,
+            # and each hop's finding (``findings_call="reader"``)
+            "rag_answer": reader_by_question(),
         }
     )
 
@@ -206,7 +238,9 @@ def ablated(chat, index, **switches) -> HoptreeAgent:
     return HoptreeAgent(
         chat,
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(**{"draft": False, "supplement": True, **switches}),
+        planner=PlannerSettings(
+            **{"draft": False, "supplement": True, "findings_call": "batched", **switches}
+        ),
         budgets=BudgetSettings(),
         llm_timeout_s=5,
     )

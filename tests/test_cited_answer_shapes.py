@@ -69,7 +69,9 @@ async def ask(index: TantivySparseIndex, chat: RoutedChatModel, **planner: int) 
     agent = HoptreeAgent(
         chat,
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(**{"draft": False, "supplement": True, **planner}),
+        planner=PlannerSettings(
+            **{"draft": False, "supplement": True, "findings_call": "batched", **planner}
+        ),
         budgets=BudgetSettings(),
         llm_timeout_s=5,
     )
@@ -129,7 +131,9 @@ async def test_the_cited_answer_keeps_its_shape_on_every_way_out(index) -> None:
     }
     # the evaluation row's record of what the answer step read
     assert planner_record(result)["sources"] == ["Paris", "Seine"]
-    contexts, _ = planner_context(result, PlannerSettings(draft=False, supplement=True))
+    contexts, _ = planner_context(
+        result, PlannerSettings(draft=False, supplement=True, findings_call="batched")
+    )
     assert contexts[-2:] == [PARIS, SEINE]
 
 
@@ -161,7 +165,8 @@ async def test_a_shown_passage_is_trimmed_and_its_citation_keeps_the_whole_text(
     assert data["citation_check"]["recited"] == 1
     assert data["citations"] == CITATIONS
     contexts, _ = planner_context(
-        result, PlannerSettings(draft=False, supplement=True, passage_chars=60)
+        result,
+        PlannerSettings(draft=False, supplement=True, findings_call="batched", passage_chars=60),
     )
     assert contexts[-2:] == [s["shown"] for s in data["sources"][:2]]
 

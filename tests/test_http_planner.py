@@ -28,7 +28,7 @@ def planner(index) -> HoptreeAgent:
     return HoptreeAgent(
         two_hop_chat(),
         {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(draft=False, supplement=True),
+        planner=PlannerSettings(draft=False, supplement=True, findings_call="batched"),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

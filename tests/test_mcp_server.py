@@ -66,7 +66,7 @@ def backend_over(
     agent = HoptreeAgent(
         chat,
         {planner_searcher.name: planner_searcher},
-        planner=planner or PlannerSettings(draft=False, supplement=True),
+        planner=planner or PlannerSettings(draft=False, supplement=True, findings_call="batched"),
         budgets=BudgetSettings(),
         llm_timeout_s=10,
     )

@@ -58,7 +58,7 @@ def test_each_arm_reads_its_passages(bench: ModuleType, tmp_path: Path) -> None:
             "answer": json.dumps({"short_answer": "the Seine", "answer": "It is the Seine [1]."}),
         }
     )
-    cfg = PlannerSettings(draft=False, supplement=True)
+    cfg = PlannerSettings(draft=False, supplement=True, findings_call="batched")
     answers = {arm: asyncio.run(bench.answer(chat, arm, item, cfg)) for arm in bench.ARMS}
     assert answers == {
         "one_call": "Seine", "findings_first": "Seine", "hops": "Seine", "chain": "the Seine"

@@ -114,7 +114,10 @@ async def test_no_summarize_lets_verify_read_the_fused_passages(index) -> None:
     # the Paris passage shown under the first query, trimmed to the planner's passage size
     shown = [line for line in findings.splitlines() if line.startswith("    ")]
     assert shown and all(
-        len(line) < 4 + 200 + PlannerSettings(draft=False, supplement=True).passage_chars
+        len(line)
+        < 4
+        + 200
+        + PlannerSettings(draft=False, supplement=True, findings_call="batched").passage_chars
         for line in shown
     )
     assert any("Eiffel" in line for line in shown)

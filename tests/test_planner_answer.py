@@ -39,7 +39,10 @@ async def test_the_answer_reads_the_findings_passages_first_with_notes(index) ->
     assert "- river that flows through Paris: Seine" in notes
     lines = [line for line in passages.strip().splitlines() if line.startswith("[")]
     assert lines[0].startswith("[1] Paris:") and lines[1].startswith("[2] Seine:")
-    assert len(lines) <= PlannerSettings(draft=False, supplement=True).answer_sources
+    assert (
+        len(lines)
+        <= PlannerSettings(draft=False, supplement=True, findings_call="batched").answer_sources
+    )
     assert [s["id"] for s in result.sources][:2] == ["paris", "seine"]
     # [9] cites nothing that was shown: it is removed, the others map to passages
     assert "[9]" not in result.answer
@@ -166,9 +169,15 @@ async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings
         assert all(q.answered for q in result.sub_queries)  # resolved: Paris, then the Seine
         return [s["id"] for s in result.sources]
 
-    narrow = await sources(PlannerSettings(draft=False, supplement=True))
+    narrow = await sources(PlannerSettings(draft=False, supplement=True, findings_call="batched"))
     wide = await sources(
-        PlannerSettings(draft=False, supplement=True, question_hits_first=3, answer_sources=4)
+        PlannerSettings(
+            draft=False,
+            supplement=True,
+            findings_call="batched",
+            question_hits_first=3,
+            answer_sources=4,
+        )
     )
     assert wide[: len(narrow)] == narrow  # the findings' passages still lead
     expected = list(dict.fromkeys([*narrow, *question_top]))[:4]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.checks.escalation import answer_logprobs
 from agent.settings import PlannerSettings
@@ -17,7 +17,9 @@ from tests.planner_scripts import (
     QUESTION,
     KeywordSearcher,
     agent_with,
+    asked,
     passages_index,
+    reader_by_question,
     reply,
     two_hop_chat,
 )
@@ -57,7 +59,9 @@ async def test_a_single_fact_is_answered_by_the_draft_alone(index) -> None:
 async def test_switched_off_the_planner_runs_from_the_start(index) -> None:
     chat = two_hop_chat()
     result = await agent_with(
-        chat, [KeywordSearcher(index)], PlannerSettings(draft=False, supplement=True)
+        chat,
+        [KeywordSearcher(index)],
+        PlannerSettings(draft=False, supplement=True, findings_call="batched"),
     ).ask(SINGLE)
     assert routes(chat)[0] == "decompose"
     assert result.draft is None and result.final_choice is None
@@ -85,7 +89,8 @@ async def test_a_chain_goes_to_the_plan_and_the_question_is_searched_once(index)
 
 async def test_a_supported_chain_replaces_a_different_draft(index) -> None:
     chat = two_hop_chat()
-    chat.routes["rag_answer"] = reply(answer="Paris")  # the bridge, a span of its passages
+    # the draft reads the bridge, a span of its passages
+    chat.routes["rag_answer"] = reader_by_question(**{"Which river flows": "Paris"})
     result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(QUESTION)
     assert result.draft is not None and result.draft["short_answer"] == "Paris"
     assert result.short_answer == "the Seine"
@@ -96,9 +101,14 @@ async def test_a_supported_chain_replaces_a_different_draft(index) -> None:
 
 async def test_an_open_plan_answers_with_the_draft_without_reading_again(index) -> None:
     chat = two_hop_chat()
-    chat.routes["summarize"] = reply(findings=[{"query": 1, "answer": "", "passages": []}])
+    # the first hop's reading is no span of its passages: the plan stays open
+    chat.routes["rag_answer"] = reader_by_question(
+        **{"Which river flows": "Seine", "Eiffel Tower stands": "Lyon"}
+    )
     result = await agent_with(chat, [KeywordSearcher(index)], DRAFT, max_rounds=1).ask(QUESTION)
-    assert routes(chat).count("rag_answer") == 1  # the draft's; the open plan reads nothing
+    # the draft read the question, the plan its first hop; the open plan reads nothing more
+    read = [asked([HumanMessage(text)]) for route, text in chat.seen if route == "rag_answer"]
+    assert read == [QUESTION, "city where the Eiffel Tower stands"]
     assert "answer" not in routes(chat)
     assert result.short_answer == "Seine"
     assert result.final_choice == {"source": "draft", "reason": "plan open: the draft stands"}
@@ -139,7 +149,13 @@ async def test_a_weak_draft_is_planned_when_the_router_reads_weakness(index) -> 
 
 async def test_a_draft_that_cannot_be_written_hands_over_to_the_plan(index) -> None:
     chat = two_hop_chat()
-    chat.routes["rag_answer"] = reply(wrong_field="no")  # unparseable: no draft
+    reader, calls = chat.routes["rag_answer"], []
+
+    def first_unparseable(messages):  # the draft's reply is unparseable: no draft
+        calls.append(1)
+        return reply(wrong_field="no") if len(calls) == 1 else reader(messages)
+
+    chat.routes["rag_answer"] = first_unparseable
     result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(SINGLE)
     assert result.draft is not None and "error" in result.draft
     assert result.draft["decision"]["escalate"] is True

@@ -166,7 +166,7 @@ async def test_without_follow_ups_a_blocked_hop_ends_the_plan(index) -> None:
     agent = HoptreeAgent(
         chat,
         {searcher.name: searcher},
-        planner=PlannerSettings(draft=False, supplement=False),
+        planner=PlannerSettings(draft=False, supplement=False, findings_call="batched"),
         budgets=BudgetSettings(),
         llm_timeout_s=5,
     )

@@ -88,7 +88,9 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
         "Which river flows through Paris?"
     )
-    no_search = PlannerSettings(draft=False, supplement=True, question_search=False)
+    no_search = PlannerSettings(
+        draft=False, supplement=True, findings_call="batched", question_search=False
+    )
     agent = HoptreeAgent(
         chat, {"keywords": KeywordSearcher(index)}, planner=no_search,
         budgets=BudgetSettings(max_rounds=1), llm_timeout_s=5,
@@ -122,7 +124,11 @@ async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> 
     assert (await sources(CHAIN))[0] == hop_top
     led = await sources(
         PlannerSettings(
-            draft=False, supplement=True, open_plan_answer="chain", question_hits_first=2
+            draft=False,
+            supplement=True,
+            findings_call="batched",
+            open_plan_answer="chain",
+            question_hits_first=2,
         )
     )
     assert led[:2] == question_top and hop_top in led and len(led) <= 5
@@ -153,12 +159,14 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
     assert chained != question_top and "answered_as" not in result.citation_check
     hops, route, prompt, result = await run(
-        PlannerSettings(draft=False, supplement=True, open_plan_answer="hops")
+        PlannerSettings(
+            draft=False, supplement=True, findings_call="batched", open_plan_answer="hops"
+        )
     )
     assert hops == chained and "Notes:\n(none)" in prompt
     assert route == "answer" and result.citation_check["answered_as"] == "hops"
     ids, route, prompt, result = await run(
-        PlannerSettings(draft=False, supplement=True, answer_sources=3)
+        PlannerSettings(draft=False, supplement=True, findings_call="batched", answer_sources=3)
     )
     assert ids == question_top and route == "rag_answer"
     head = prompt.split("Passages:")[0]  # no finding, no open step above the passages
@@ -170,7 +178,7 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     assert not check["short_answer_grounded"]
     chat.routes["rag_answer"] = reply(answer="Danube")
     ids, route, prompt, result = await run(
-        PlannerSettings(draft=False, supplement=True, answer_sources=3)
+        PlannerSettings(draft=False, supplement=True, findings_call="batched", answer_sources=3)
     )
     sentence, cited = result.answer.rsplit(" [", 1)
     [citation] = result.citations
@@ -193,7 +201,11 @@ async def test_an_open_plan_can_read_its_supported_findings_first(index) -> None
     agent = HoptreeAgent(
         chat, {"keywords": KeywordSearcher(index)},
         planner=PlannerSettings(
-            draft=False, supplement=True, open_plan_answer="findings_first", answer_sources=3
+            draft=False,
+            supplement=True,
+            findings_call="batched",
+            open_plan_answer="findings_first",
+            answer_sources=3,
         ),
         budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
     )  # fmt: skip

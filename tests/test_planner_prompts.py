@@ -163,7 +163,9 @@ async def record(name: str, index: TantivySparseIndex) -> dict[str, Any]:
     agent = HoptreeAgent(
         chat,
         {s.name: s for s in searchers},
-        planner=PlannerSettings(**{"draft": False, "supplement": True, **planner}),
+        planner=PlannerSettings(
+            **{"draft": False, "supplement": True, "findings_call": "batched", **planner}
+        ),
         budgets=BudgetSettings(**budgets),
         llm_timeout_s=5,
     )

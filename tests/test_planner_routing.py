@@ -57,7 +57,9 @@ def test_a_routing_step_may_go_to_any_search_node_or_the_answer() -> None:
 
 
 def runtime(**planner: Any) -> Any:
-    settings = PlannerSettings(**{"draft": False, "supplement": True, **planner})
+    settings = PlannerSettings(
+        **{"draft": False, "supplement": True, "findings_call": "batched", **planner}
+    )
     run = SimpleNamespace(searchers=dict.fromkeys(SEARCHERS), planner=settings)
     return SimpleNamespace(context=run)
 

@@ -41,7 +41,10 @@ def eval_settings(settings: Settings) -> Settings:
             "dense": cfg.dense.model_copy(update={"max_rewrites": 1}),
         }
     )
-    return settings.model_copy(update={"searchers": searchers})
+    # the scripts answer each round's findings in one batched call (the planner as v4 measured
+    # it); the reader's per-query findings are tested with the planner (test_planner_draft)
+    planner = settings.planner.model_copy(update={"findings_call": "batched"})
+    return settings.model_copy(update={"searchers": searchers, "planner": planner})
 
 
 def context(settings: Settings, chat: QualityChat, embeddings: Any, **kw: Any) -> EvalContext:

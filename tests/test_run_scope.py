@@ -108,7 +108,7 @@ def run_of(
     return PlannerRun(
         chat=ScriptedChatModel(),
         searchers={},
-        planner=PlannerSettings(draft=False, supplement=True),
+        planner=PlannerSettings(draft=False, supplement=True, findings_call="batched"),
         budgets=BudgetSettings(max_llm_calls=max_llm_calls),
         tracker=UsageTracker(),
         llm_timeout_s=llm_timeout_s,

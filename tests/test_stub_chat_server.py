@@ -100,7 +100,9 @@ async def test_the_stub_drives_the_planner_through_two_rounds(demo_index) -> Non
         agent = HoptreeAgent(
             chat,
             {"keywords": KeywordSearcher(demo_index)},
-            planner=PlannerSettings(draft=False, supplement=True, searchers=["keywords"]),
+            planner=PlannerSettings(
+                draft=False, supplement=True, findings_call="batched", searchers=["keywords"]
+            ),
             budgets=BudgetSettings(deadline_s=60, searcher_deadline_s=60),
             llm_timeout_s=10,
         )
