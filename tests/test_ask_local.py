@@ -20,6 +20,8 @@ def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None
         "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
         "HOPTREE_BUDGETS__MAX_ROUNDS": "2",
         "HOPTREE_PLANNER__SEARCH_MAX_REWRITES": "1",
+        # the plan runs after the draft whatever the draft's confidence: both are the plumbing
+        "HOPTREE_PLANNER__ROUTER": "always",
     }
     built = run_hoptree(
         ["index", "build", str(DATA), "--index", str(tmp_path / "idx")], env, tmp_path
@@ -32,6 +34,11 @@ def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None
     for key in ("answer", "short_answer", "citations", "sub_queries", "llm_calls"):
         assert key in result, key
     assert result["short_answer"].strip()
+    # the draft came first, cited, with the real model's log-probabilities for the router
+    draft = result["draft"]
+    assert draft["short_answer"].strip() and draft["citations"]
+    assert draft["signals"]["logprob_min"] is not None and draft["decision"]["escalate"]
+    assert result["first_answer_s"] <= result["seconds"]
     assert result["sub_queries"] and all(q["query"] for q in result["sub_queries"])
     searched = {s["searcher"] for q in result["sub_queries"] for s in q["searches"]}
     assert searched == {"sparse", "dense"}
