@@ -179,7 +179,8 @@ def add_mcp_command(
             ),
         ] = None,
     ) -> None:
-        """Serve ask, search, retrieve, list_searchers and read_passage as MCP tools."""
+        """Serve ask, search, retrieve, list_searchers and read_passage as MCP tools, and
+        add_document and remove_document over a real index."""
         settings = (load_settings or _default_settings)()
         target = index if index is not None else settings.default_index_dir
         if not target.is_dir():
