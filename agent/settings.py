@@ -98,7 +98,7 @@ class LLMSettings(BaseModel):
     cache: bool = Field(True, description="SQLite cache of every call")
     # An experiment keeps its own cache: a run filling an empty file costs what an uncached run
     # costs, and arms that change only the answer step then replay every earlier call from it
-    # (evals/results/README.md, "one plan, several answer steps").
+    # (evals/results/HISTORY.md, "one plan, several answer steps").
     cache_file: Path | None = Field(
         None, description="where the cache lives; None = <data_dir>/llm_cache.sqlite"
     )
@@ -113,7 +113,7 @@ class LLMSettings(BaseModel):
         description="speculative decoding on the embedded server: 'ngram' drafts from n-grams "
         "already in the prompt and reply (free; pays when the reply copies the passages), 'draft' "
         "from the 0.5B model (hoptree[small-model]; costs its own prompt reading on the same "
-        "cores). Greedy outputs are the same either way; the README's model section has the "
+        "cores). Greedy outputs are the same either way; docs/configuration.md has the "
         "measurements that chose the default",
     )
     local_cache_reuse: int = Field(
@@ -132,7 +132,7 @@ class LLMSettings(BaseModel):
         False,
         description="let llama.cpp repack the weights for the CPU's kernels (llama.cpp's own "
         "default); off reads prompts faster and decodes a little slower on the 2-core AVX2 "
-        "machine measured in the README",
+        "machine measured in docs/configuration.md",
     )
     local_shared: bool = Field(
         True,
