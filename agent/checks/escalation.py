@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from agent.checks.chains import same_answer
@@ -97,18 +97,8 @@ class Signals:
         return self.empty or self.restates or (not self.yes_no and not self.supported)
 
     def as_dict(self) -> dict[str, object]:
-        """For the trace and the JSON result."""
-        return {
-            "shape": self.shape,
-            "supported": self.supported,
-            "empty": self.empty,
-            "restates": self.restates,
-            "yes_no": self.yes_no,
-            "weak": self.weak,
-            "logprob_mean": self.logprob_mean,
-            "logprob_min": self.logprob_min,
-            "top_score": self.top_score,
-        }
+        """For the trace and the JSON result: every field, and ``weak``."""
+        return {**asdict(self), "weak": self.weak}
 
 
 def logprob_summary(logprobs: Sequence[float]) -> tuple[float | None, float | None]:

@@ -27,10 +27,11 @@ from langgraph.runtime import Runtime
 from agent.checks.citations import SourceText
 from agent.checks.escalation import Policy, answer_logprobs, decide, draft_signals
 from agent.planner.answer import AgentRunError, AnswerMode, Composed, compose
-from agent.planner.plan import QUESTION_SEARCH_ID, Plan
+from agent.planner.plan import Plan
+from agent.planner.routing import question_task
 from agent.planner.search_step import search
 from agent.planner.shapes import question_shape
-from agent.planner.state import PlannerRun, PlannerState, SearchTask
+from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.trace import emit
 from agent.settings import PlannerSettings
 from searchers.searcher import BudgetExceeded
@@ -48,12 +49,7 @@ async def _question_searches(
 ) -> tuple[dict[str, Any], list[str]]:
     """The question as written on every searcher at once, no LLM call (``QUESTION_SEARCH_ID``):
     the draft's passages, and the plan's first round's question search, done once."""
-    tasks = [
-        SearchTask(
-            sub_query_id=QUESTION_SEARCH_ID, query=question, searcher=name, round=0, max_llm_calls=0
-        )
-        for name in runtime.context.searchers
-    ]
+    tasks = [question_task(question, name, 0) for name in runtime.context.searchers]
     updates = await asyncio.gather(*(search(task, runtime) for task in tasks))
     searches: dict[str, Any] = {}
     errors: list[str] = []
@@ -66,12 +62,8 @@ async def _question_searches(
 def draft_record(composed: Composed, seconds: float) -> dict[str, Any]:
     """What the state keeps of the draft: enough to answer with it later without a call."""
     return {
-        "short_answer": composed.short,
-        "answer": composed.text,
-        "citations": [c.to_json() for c in composed.citations],
-        "sources": composed.shown,
+        **composed.fields(),  # short_answer, answer, citations, sources, citation_check
         "hits": composed.sources,
-        "citation_check": composed.report,
         "supported": composed.grounded,
         "written": composed.report.get("short_answer_written", composed.short),
         "seconds": seconds,

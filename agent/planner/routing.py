@@ -45,22 +45,22 @@ def sends(new: list[SubQuery], searchers: Iterable[str]) -> list[Send]:
     ]
 
 
+def question_task(question: str, searcher: str, rnd: int) -> SearchTask:
+    """The question itself, searched as written by ``searcher`` with no LLM call: one-call
+    RAG's retrieval (the draft's passages, and an open plan's answer's)."""
+    return SearchTask(
+        sub_query_id=QUESTION_SEARCH_ID,
+        query=question,
+        searcher=searcher,
+        round=rnd,
+        max_llm_calls=0,
+    )
+
+
 def question_sends(question: str, searchers: Iterable[str]) -> list[Send]:
-    """The question itself, searched as written by every searcher with no LLM call: one-call
-    RAG's retrieval, which an open plan's answer falls back on (``planner.answer``)."""
-    return [
-        Send(
-            search_node(name),
-            SearchTask(
-                sub_query_id=QUESTION_SEARCH_ID,
-                query=question,
-                searcher=name,
-                round=1,
-                max_llm_calls=0,
-            ),
-        )
-        for name in searchers
-    ]
+    """The question on every searcher beside the plan's first round, when no draft searched
+    it (``question_task``)."""
+    return [Send(search_node(name), question_task(question, name, 1)) for name in searchers]
 
 
 def _pending(plan: Plan) -> list[SubQuery]:
