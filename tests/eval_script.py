@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from agent.settings import Settings
+from evals.aggregate import aggregate
 from evals.pipelines import EvalContext
 from tests.routed_chat import RoutedChatModel
 
@@ -142,3 +143,23 @@ def context(settings: Settings, chat: RoutedChatModel, embeddings: Any, **kw: An
 
 def rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "details.jsonl").read_text().splitlines()]
+
+
+def finished_run(
+    root: Path, name: str, rows: list[dict[str, Any]], *, sha: str, pipeline: str | None = None
+) -> Path:
+    """A finished run directory ``root/name`` made from ``rows`` (no model): its details and
+    the metrics ``hoptree eval compare`` reads, as the runner writes them."""
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "details.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metrics = {
+        **aggregate(rows),
+        "pipeline": pipeline or name,
+        "dataset": "data/dev_tiny.jsonl",
+        "dataset_sha256": sha,
+        "format": "hotpotqa",
+        "setting": "open",
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run

@@ -4,16 +4,15 @@ the gains chart."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from evals.aggregate import aggregate
 from evals.cli import eval_app
 from evals.compare import compare_columns, comparison_rows, with_hop_recall
+from tests.eval_script import finished_run
 
 runner = CliRunner()
 SHA = "ab" * 32
@@ -39,19 +38,7 @@ def write_run(
         if hop_recall is not None:
             row["hop_recall"] = hop_recall[i]
         rows.append(row)
-    run = root / name
-    run.mkdir(parents=True)
-    (run / "details.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    metrics = {
-        **aggregate(rows),
-        "pipeline": pipeline or name,
-        "dataset": "data/dev_tiny.jsonl",
-        "dataset_sha256": sha,
-        "format": "hotpotqa",
-        "setting": "open",
-    }
-    (run / "metrics.json").write_text(json.dumps(metrics))
-    return run
+    return finished_run(root, name, rows, sha=sha, pipeline=pipeline)
 
 
 @pytest.fixture

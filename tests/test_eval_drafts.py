@@ -4,7 +4,6 @@ writes them (no model); runs without drafts gain nothing."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from evals.cli import eval_app
 from evals.compare import DRAFT_COLUMNS, compare_columns, load_comparison
 from evals.drafts import draft_means, escalated, first_answer_seconds, percentile
 from evals.report import report_markdown
+from tests.eval_script import finished_run
 
 runner = CliRunner()
 SHA = "cd" * 32
@@ -86,19 +86,7 @@ def test_a_draft_run_reports_its_escalations_and_first_answer() -> None:
 
 
 def write_run(root: Path, name: str, rows: list[dict[str, Any]]) -> Path:
-    run = root / name
-    run.mkdir(parents=True)
-    (run / "details.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    metrics = {
-        **aggregate(rows),
-        "pipeline": name,
-        "dataset": "data/dev_tiny.jsonl",
-        "dataset_sha256": SHA,
-        "format": "hotpotqa",
-        "setting": "open",
-    }
-    (run / "metrics.json").write_text(json.dumps(metrics))
-    return run
+    return finished_run(root, name, rows, sha=SHA)
 
 
 def _table(text: str) -> dict[str, dict[str, str]]:
