@@ -177,3 +177,28 @@ def test_logprobs_are_read_from_an_openai_compatible_reply() -> None:
     assert reply_logprobs(message) == (("Se", -1.5), ("ine", -0.25))
     assert reply_logprobs(AIMessage(content="Seine")) == ()
     assert reply_logprobs(SimpleNamespace()) == ()
+
+
+def test_a_draft_settled_again_keeps_the_sentence_that_holds_it() -> None:
+    """``answer.redraft`` answers with the draft without a call (an open plan, or a comparison
+    the plan's findings agree with). The draft is the reader's, whose long answer is the shown
+    sentence holding its span; settled again, that sentence is what is cited, not the bare
+    span."""
+    from agent.planner.answer import redraft
+    from agent.planner.plan import Plan
+    from searchers.passages import Hit, Passage
+
+    text = "The Seine is a river in France. The Seine flows through Paris on its way to the sea."
+    hit = Hit(Passage("seine", "Seine", text), 3.0, "sparse").to_json()
+    draft = {
+        "short_answer": "Seine",
+        "written": "Seine",
+        "answer": "The Seine flows through Paris on its way to the sea [1].",
+        "sources": [{"n": 1, "id": "seine", "title": "Seine", "text": text, "shown": text}],
+        "hits": [hit],
+        "supported": True,
+    }
+    composed = redraft(Plan(question=SINGLE), draft)
+    assert composed.short == "Seine"
+    assert "flows through Paris" in composed.text and "[1]" in composed.text
+    assert [c.id for c in composed.citations] == ["seine"]

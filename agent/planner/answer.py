@@ -539,6 +539,10 @@ def redraft(plan: Plan, draft: dict[str, Any], *, settle: bool = True) -> Compos
             errors=[],
             grounded=bool(draft.get("supported")),
         )
-    written = Written(draft.get("written", draft["short_answer"]), draft.get("long", ""), [])
+    short = str(draft.get("written", draft["short_answer"]))
+    # the draft is the reader's: its long answer is the shown sentence holding its span, as
+    # ``_written`` makes it (the record keeps the short span, not that sentence)
+    long = holding_sentence(short, [(s["n"], s["shown"]) for s in shown], plan.question) or ""
+    written = Written(short, long, [])
     composed = finish(plan, mode, shown, written, step=None, follow_chain=False, reader=True)
     return replace(composed, report={**composed.report, "answered_as": "draft"})
