@@ -9,6 +9,7 @@ from agent.checks.citations import SourceText
 from agent.checks.escalation import (
     FITTED,
     Candidate,
+    Decision,
     Policy,
     Signals,
     decide,
@@ -108,6 +109,14 @@ def test_always_and_never_ignore_the_signals() -> None:
 def test_the_fitted_rule_plans_chains_and_comparisons(shape_: str) -> None:
     decision = decide(_signals(shape=shape_), FITTED)
     assert decision.escalate and shape_ in decision.reason
+
+
+def test_the_fitted_rule_plans_a_chain_however_sure_its_draft() -> None:
+    # a confident wrong draft of a chain is the report slices' loss (MuSiQue, 2Wiki): the
+    # shape decides before the floor does
+    sure = _signals(shape="chain", logprob_min=-0.05, logprob_mean=-0.01)
+    assert decide(sure, FITTED) == Decision(True, "shape: chain")
+    assert not decide(sure, Policy(shapes=frozenset({"choice", "comparison"}))).escalate
 
 
 def test_the_fitted_rule_keeps_a_single_fact_draft() -> None:

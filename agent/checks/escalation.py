@@ -20,9 +20,10 @@ The anchors:
   (``citations.ground_short_answer``), is it empty or "unknown", does it only restate the
   question's words (``evidence.restates``: a bridge entity, not the answer).
 - FLARE and DRAGIN retrieve again when the model's token confidence drops. The embedded
-  llama.cpp server returns token log-probabilities; the recorded rows do not, so the fitted rule
-  works without them and a log-probability floor is an optional extra of the policy (off unless
-  set: no recorded row can say where it should sit).
+  llama.cpp server returns token log-probabilities (``escalation.answer_logprobs`` reads the
+  answer's own tokens); the fitted rule plans a single fact whose draft has a token below a
+  floor, fitted on tuning drafts run with them. A server that sends none leaves the floor
+  silent, and the shapes decide alone.
 
 The fitted rule is a handful of readable conditions, not a classifier: with 80 paired tuning
 questions a learned model would fit noise, and a rule can be read in a trace.
@@ -44,6 +45,8 @@ from searchers.verification import NO_ANSWER, YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
 ROUTE_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice", "single")
+# the shapes the fitted router plans whatever the draft (``Policy``)
+PLANNED_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice")
 
 # the planner's shapes (agent.planner.shapes.Shape) as the router groups them
 _FROM_PLANNER: dict[str, RouteShape] = {
@@ -173,20 +176,20 @@ class Policy:
     token has a log-probability below ``min_logprob`` (when the server returned them), and
     (``escalate_weak``) one whose draft is weak.
 
-    The defaults are the rule fitted on the tuning slices' drafts with their log-probabilities
-    (``benchmarks/router_fit.py``, "log-probability floor"): plan a comparison or a choice
-    between two names always, any other question only when its draft is unsure (a token below
-    -1.0). On the 80 tuning questions it planned 10 of 30 HotpotQA, 14 of 30 MuSiQue and 13 of
-    20 2Wiki questions, with F1 +3.9, +6.4 and -2.5 against always running the plan, and a
-    median of 10, 38 and 79 seconds against 111, 137 and 106. Planning every question but a
-    single fact (the rule fitted before the drafts had log-probabilities) planned 24, 29 and
-    20 of them for +9.0, +4.7 and +2.5. The draft's support check says little (the 1.5B
-    reader nearly always writes a span of its passages), so ``escalate_weak`` is off."""
+    The defaults are the rule with the best F1 on the 80 tuning questions' real drafts
+    (``benchmarks/router_fit.py``, "log-probability floor"): plan every chain, comparison and
+    choice between two names, and a single fact only when its draft is unsure (a token below
+    -1.0). Against today's planner it scored +5.8 F1 [+1.3, +11.1] pooled (+9.0, +4.7, +2.5 on
+    HotpotQA, MuSiQue, 2Wiki), where planning only comparisons, choices and unsure drafts scored
+    +3.2 [-3.0, +9.7]. That narrower rule was the default first, chosen for seconds priced at
+    the recorded planner's (~110 s a plan); it let confident wrong drafts of chains stand on
+    the report slices (MuSiQue -5.2, 2Wiki -16.7 on its first 42 questions), and a plan after a
+    draft costs ~45 s there, not 110 (it reuses the draft's searches; an open plan keeps the
+    draft). The draft's support check says little (the 1.5B reader nearly always writes a span
+    of its passages), so ``escalate_weak`` is off."""
 
     name: PolicyName = "fitted"
-    shapes: frozenset[RouteShape] = field(
-        default_factory=lambda: frozenset({"choice", "comparison"})
-    )
+    shapes: frozenset[RouteShape] = field(default_factory=lambda: frozenset(PLANNED_SHAPES))
     escalate_weak: bool = False
     min_logprob: float | None = -1.0
 

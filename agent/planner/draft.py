@@ -40,7 +40,10 @@ from searchers.searcher import BudgetExceeded
 def router_policy(cfg: PlannerSettings) -> Policy:
     """The router's policy from the planner's settings."""
     return Policy(
-        name=cfg.router, escalate_weak=cfg.router_weak, min_logprob=cfg.router_min_logprob
+        name=cfg.router,
+        shapes=frozenset(cfg.router_shapes),
+        escalate_weak=cfg.router_weak,
+        min_logprob=cfg.router_min_logprob,
     )
 
 
