@@ -49,6 +49,9 @@ SLICES = ("hotpotqa_b", "2wiki", "musique")
 BEFORE = str(RESULTS / "v4" / "{slice}" / "full")
 AFTER = str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first")
 FIRST = RESULTS / DRAFT_FOLDER / FIRST_ANSWER / "draft-first"
+# the first draft-first runs, with the first router (comparisons, choices and unsure drafts
+# planned; confident chains kept their draft): the record the current router is paired with
+EARLIER = str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first-55a7059")
 FIRST_QUESTIONS = CHAINS_SUITE.slices[FIRST_ANSWER].limit  # 30
 
 # issue 53's bar
@@ -98,13 +101,15 @@ def compare_slice(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    labels: tuple[str, str] = ("full", "draft-first"),
 ) -> dict[str, Any]:
-    """The draft-first run ``after`` against the ``full`` run ``before`` on the questions both
-    finished: ΔF1 (after minus before, points) with its paired interval, wins and losses, the
-    median seconds of each, the share escalated and the first-answer times of ``after``."""
+    """The draft-first run ``after`` against the run ``before`` (``full``, or ``labels``
+    says what) on the questions both finished: ΔF1 (after minus before, points) with its
+    paired interval, wins and losses, the median seconds of each, the share escalated and the
+    first-answer times of ``after``."""
     old, new = rows_of(before), rows_of(after)
     notes = []
-    for label, run, rows in (("full", before, old), ("draft-first", after, new)):
+    for label, run, rows in ((labels[0], before, old), (labels[1], after, new)):
         if rows is None:
             notes.append(f"no {label} rows at {shown(run)}")
         elif len(rows) < questions:
@@ -264,13 +269,15 @@ def build(
     after: str = AFTER,
     first: Path = FIRST,
     *,
+    earlier: str | None = EARLIER,
     slices: Sequence[str] = SLICES,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     progress: bool = True,
 ) -> dict[str, Any]:
     """The results for every slice (``before`` and ``after`` are folder patterns holding
-    ``{slice}``) and the first-answer run."""
+    ``{slice}``) and the first-answer run; with ``earlier`` (a pattern too), ``after`` paired
+    with the earlier router's draft-first run of each slice as well."""
     results: dict[str, Any] = {}
     for key in slices:
         questions = CHAINS_SUITE.slices[key].limit
@@ -281,6 +288,18 @@ def build(
         if progress:
             note = f" ({entry['missing']})" if entry.get("missing") else ""
             print(f"{key}: {entry['n']} paired questions{note}", file=sys.stderr, flush=True)
+    if earlier:
+        results["earlier_router"] = {
+            key: compare_slice(
+                Path(earlier.format(slice=key)),
+                Path(after.format(slice=key)),
+                CHAINS_SUITE.slices[key].limit,
+                resamples=resamples,
+                seed=seed,
+                labels=("first router", "draft-first"),
+            )
+            for key in slices
+        }
     timing = first_answer(first)
     results["first_answer"] = {**timing, "targets": _targets_json(first_targets(timing))}
     results["first_answer_median_s"] = timing["first_answer_median_s"]
@@ -289,6 +308,39 @@ def build(
         note = f" ({timing['missing']})" if timing.get("missing") else ""
         print(f"first answer: {timing['n']} questions{note}", file=sys.stderr, flush=True)
     return results
+
+
+def earlier_router_lines(
+    earlier: Mapping[str, Mapping[str, Any]], slices: Sequence[str]
+) -> list[str]:
+    """The current draft-first runs paired with the first router's (``EARLIER``)."""
+    if not earlier:
+        return []
+    lines = [
+        "",
+        "## Against the first router",
+        "",
+        "The first draft-first runs (`draft-first-55a7059`) planned comparisons, choices and "
+        "unsure drafts only; a chain whose draft was sure kept it. The current router plans "
+        "every chain too (`HOPTREE_PLANNER__ROUTER_SHAPES`). ΔF1: current minus first, paired.",
+        "",
+        "| slice | paired | F1 first router | F1 current | ΔF1 [95% CI] | W/L "
+        "| median s first | median s current | escalated (current) |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for key in slices:
+        s = earlier.get(key)
+        if not s or s["f1_delta"] is None:
+            lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
+            continue
+        interval = f"{_signed(s['f1_delta'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]"
+        share = "n/a" if s["escalated"] is None else f"{100 * s['escalated']:.0f}%"
+        lines.append(
+            f"| {key} | {s['n']}/{s['questions']} | {_number(s['f1_before'])} | "
+            f"{_number(s['f1_after'])} | {interval} | {s['wins']}/{s['losses']} | "
+            f"{_number(s['median_s_before'])} | {_number(s['median_s_after'])} | {share} |"
+        )
+    return lines
 
 
 def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
@@ -342,6 +394,7 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
             f"| HotpotQA `_a` 1-{timing['questions']} | {t['target']} | {t['value']} | "
             f"{_verdict(t['met'])} |"
         )
+    lines += earlier_router_lines(results.get("earlier_router") or {}, slices)
     notes = [(key, results[key].get("missing")) for key in slices]
     notes.append(("first answer", timing.get("missing")))
     missing = [f"- {key}: {note}" for key, note in notes if note]
@@ -376,16 +429,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"the draft-first run on HotpotQA _a 1-{FIRST_QUESTIONS} (default: {shown(FIRST)})",
     )
     parser.add_argument(
+        "--earlier",
+        default=EARLIER,
+        help="the first router's draft-first run of a slice, {slice} standing for its key, "
+        "paired with --after too ('' leaves the section out)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=OUT, help="the JSON file; the markdown goes beside it (.md)"
     )
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     args = parser.parse_args(argv)
-    for pattern in (args.before, args.after):
+    for pattern in (args.before, args.after, args.earlier or "{slice}"):
         if "{slice}" not in pattern:
             parser.error(f"{pattern}: a folder pattern needs {{slice}}")
     results = build(
-        args.before, args.after, args.first_answer, resamples=args.resamples, seed=args.seed
+        args.before,
+        args.after,
+        args.first_answer,
+        earlier=args.earlier or None,
+        resamples=args.resamples,
+        seed=args.seed,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

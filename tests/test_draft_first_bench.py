@@ -108,6 +108,11 @@ def test_missing_and_partial_runs_are_reported_as_they_are(tmp_path: Path) -> No
     first = write_run(
         v5 / "first-answer", [draft_row(f"a{i}", 1.0, 9.0, float(i), False) for i in range(1, 31)]
     )
+    # the first router's run, HotpotQA only: a quarter of its answers scored 0 where now 0.5
+    write_run(
+        v5 / "hotpotqa_b" / "draft-first-old",
+        [draft_row(f"hotpotqa_b{i}", 0.0 if i < 25 else 0.5, 8.0, 5.0, False) for i in range(100)],
+    )
     out = tmp_path / "results" / "draft-first.json"
     code = df.main(
         [
@@ -115,6 +120,8 @@ def test_missing_and_partial_runs_are_reported_as_they_are(tmp_path: Path) -> No
             str(v4 / "{slice}" / "full"),
             "--after",
             str(v5 / "{slice}" / "draft-first"),
+            "--earlier",
+            str(v5 / "{slice}" / "draft-first-old"),
             "--first-answer",
             str(first),
             "--out",
@@ -143,8 +150,17 @@ def test_missing_and_partial_runs_are_reported_as_they_are(tmp_path: Path) -> No
     assert "| musique | CI lower end ≥ -2 | n/a | no data |" in text
     assert "| HotpotQA `_a` 1-30 | first answer median ≤ 10 s | 15.5 s | missed |" in text
     assert "- 2wiki: draft-first has 10 of 163 questions" in text
+    earlier = data["earlier_router"]
+    assert earlier["hotpotqa_b"]["f1_delta"] == 12.5 and earlier["hotpotqa_b"]["wins"] == 25
+    assert earlier["2wiki"]["n"] == 0 and earlier["2wiki"]["missing"].startswith(
+        "no first router rows"
+    )
+    assert "| hotpotqa_b | 100/100 | 37.5 | 50.0 | +12.5 [" in text
+    assert "| 2wiki | 0 | n/a |" in text
 
 
 def test_a_folder_pattern_without_the_slice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         df.main(["--after", str(tmp_path / "draft-first"), "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit):
+        df.main(["--earlier", str(tmp_path / "old"), "--out", str(tmp_path / "x.json")])
