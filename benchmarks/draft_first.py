@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evals.drafts import escalated, first_answer_times
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
 from evals.report import ReportError, read_details
-from evals.suite import CHAINS_SUITE, DRAFT_FOLDER, FIRST_ANSWER
+from evals.suite import CHAINS_SUITE, DRAFT_FOLDER, FIRST_ANSWER, FIRST_ANSWER_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "evals" / "results"
@@ -48,10 +48,10 @@ OUT = ROOT / "benchmarks" / "results" / "draft-first.json"
 SLICES = ("hotpotqa_b", "2wiki", "musique")
 BEFORE = str(RESULTS / "v4" / "{slice}" / "full")
 AFTER = str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first")
-FIRST = RESULTS / DRAFT_FOLDER / FIRST_ANSWER / "draft-first"
+FIRST = RESULTS / FIRST_ANSWER_FOLDER / FIRST_ANSWER / "draft-first"
 # the first draft-first runs, with the first router (comparisons, choices and unsure drafts
 # planned; confident chains kept their draft): the record the current router is paired with
-EARLIER = str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first-55a7059")
+EARLIER = str(RESULTS / "v5" / "{slice}" / "draft-first")
 FIRST_QUESTIONS = CHAINS_SUITE.slices[FIRST_ANSWER].limit  # 30
 
 # issue 53's bar
@@ -320,9 +320,10 @@ def earlier_router_lines(
         "",
         "## Against the first router",
         "",
-        "The first draft-first runs (`draft-first-55a7059`) planned comparisons, choices and "
-        "unsure drafts only; a chain whose draft was sure kept it. The current router plans "
-        "every chain too (`HOPTREE_PLANNER__ROUTER_SHAPES`). ΔF1: current minus first, paired.",
+        "The first draft-first runs (`evals/results/v5/<slice>/draft-first`, at 55a7059) "
+        "planned comparisons, choices and unsure drafts only; a chain whose draft was sure "
+        "kept it. The current runs (`v6`) plan every chain too "
+        "(`HOPTREE_PLANNER__ROUTER_SHAPES`). ΔF1: current minus first, paired.",
         "",
         "| slice | paired | F1 first router | F1 current | ΔF1 [95% CI] | W/L "
         "| median s first | median s current | escalated (current) |",

@@ -544,7 +544,7 @@ def logprob_section() -> list[str]:
         "chosen for its seconds, priced here at the recorded `full` row's (~110 s a plan). On "
         "the report slices that rule let confident wrong drafts of chains stand (MuSiQue "
         "-5.2 F1, 2Wiki -16.7 on its first 42 questions; `evals/results/v5/*/"
-        "draft-first-55a7059`), while a plan run after a draft took a median of 36-46 s there "
+        "draft-first`), while a plan run after a draft took a median of 36-46 s there "
         "(it reuses the draft's searches, reads hops one call each and keeps the draft when "
         "it stays open): the seconds column overprices planning by more than half. 80 "
         "questions: the report slices' draft-first run is the measurement.",
