@@ -39,6 +39,19 @@ def test_the_chain_end_replaces_another_answer_only_when_chains_are_followed() -
     assert (yes_no.text, yes_no.chain_end) == ("yes", None)
 
 
+def test_the_chain_end_written_by_the_reader_is_grounded_by_its_finding() -> None:
+    # the answer step's window of the passage does not hold the span; the chain's hop did
+    window = [SourceText(1, "Mira Solt", "Mira Solt was Tom Arlen's wife.")]
+    settled = settle_short_answer("tuberculosis", "", window, WIFE, CHAIN, [], follow_chain=True)
+    assert (settled.text, settled.grounded, settled.chain_end) == (
+        "tuberculosis",
+        True,
+        "tuberculosis",
+    )
+    alone = settle_short_answer("tuberculosis", "", window, WIFE, CHAIN, [], follow_chain=False)
+    assert alone.grounded is False
+
+
 def test_a_comparison_the_findings_decide_is_computed_last() -> None:
     question = "Who was born first, Morgan Llywelyn or Robert Jordan?"
     findings = [

@@ -62,8 +62,12 @@ def settle_short_answer(
         if follow_chain and not asks_yes_no(question) and not offers_choices
         else None
     )
-    if chained is not None and not same_answer(short, chained):
-        short, grounded = chained, True
+    if chained is not None:
+        # the chain's end is a supported finding: the answer rests on it whether the reader
+        # wrote it or not (a passage window the answer step was shown can miss the span that
+        # the hop's own passage held: 2Wiki's "Flora" for Henrik Selberg's father's birthplace)
+        short = short if same_answer(short, chained) else chained
+        grounded = True
     short = in_asked_unit(short, question)
     comparison = resolve(question, [(f.query, f.answer) for f in findings])
     if comparison is not None:
