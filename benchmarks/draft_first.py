@@ -37,8 +37,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agent.checks.chains import chain_end
 from evals.drafts import escalated, first_answer_times
+from evals.metrics import best_f1
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
+from evals.replay import hops_of
 from evals.report import ReportError, read_details
 from evals.suite import CHAINS_SUITE, DRAFT_FOLDER, FIRST_ANSWER, FIRST_ANSWER_FOLDER
 
@@ -158,6 +161,53 @@ def compare_slice(
     if notes:
         result["missing"] = "; ".join(notes)
     return result
+
+
+# the final choice's reason when a resolved chain's written answer was not grounded
+UNSUPPORTED_CHAIN = "chain answer unsupported"
+
+
+def chain_end_replayed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row as the code after e7a6100 answers it, no call: a resolved chain's supported end
+    now grounds the short answer (``short_answer.settle_short_answer``), so a chain whose
+    answer was held unsupported, and lost to the draft, answers with its end. Rows the change
+    does not reach come back as they are."""
+    choice = (row.get("planner") or {}).get("final_choice") or {}
+    if not str(choice.get("reason", "")).startswith(UNSUPPORTED_CHAIN):
+        return dict(row)
+    end = chain_end(hops_of(row), str(row.get("question", "")))
+    if end is None:
+        return dict(row)
+    answers = [str(a) for a in row.get("answers") or []]
+    return {**row, "prediction": end, "f1": best_f1(end, answers), "replayed": True}
+
+
+def replay_slice(
+    before: Path, after: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
+    """``after``'s rows replayed with ``chain_end_replayed``, paired with ``before``: an
+    estimate of a run of the current code, labelled so."""
+    old, new = rows_of(before), rows_of(after)
+    ids = sorted((old or {}).keys() & (new or {}).keys())
+    if not ids:
+        return {"n": 0, "changed": 0, "f1_after": None, "f1_delta": None}
+    replayed = {i: chain_end_replayed(new[i]) for i in ids}  # type: ignore[index]
+    diff = paired_diff(
+        {i: float(replayed[i].get("f1") or 0.0) for i in ids},
+        {i: float(old[i].get("f1") or 0.0) for i in ids},  # type: ignore[index]
+        resamples=resamples,
+        seed=seed,
+    )
+    return {
+        "n": len(ids),
+        "changed": sum(1 for r in replayed.values() if r.get("replayed")),
+        "f1_after": _mean_f1(list(replayed.values())),
+        "f1_delta": round(diff.mean, 2),
+        "ci_low": round(diff.low, 2),
+        "ci_high": round(diff.high, 2),
+        "wins": diff.wins,
+        "losses": diff.losses,
+    }
 
 
 def first_answer(run: Path, questions: int = FIRST_QUESTIONS) -> dict[str, Any]:
@@ -288,6 +338,15 @@ def build(
         if progress:
             note = f" ({entry['missing']})" if entry.get("missing") else ""
             print(f"{key}: {entry['n']} paired questions{note}", file=sys.stderr, flush=True)
+    results["chain_end_replay"] = {
+        key: replay_slice(
+            Path(before.format(slice=key)),
+            Path(after.format(slice=key)),
+            resamples=resamples,
+            seed=seed,
+        )
+        for key in slices
+    }
     if earlier:
         results["earlier_router"] = {
             key: compare_slice(
@@ -344,6 +403,36 @@ def earlier_router_lines(
     return lines
 
 
+def replay_lines(replay: Mapping[str, Mapping[str, Any]], slices: Sequence[str]) -> list[str]:
+    """The replay estimate of the chain-end grounding fix (``chain_end_replayed``)."""
+    if not any(r.get("n") for r in replay.values()):
+        return []
+    lines = [
+        "",
+        "## Replay estimate: a resolved chain's end grounds its answer",
+        "",
+        "After these runs, a resolved chain's supported end grounds the short answer even when "
+        "the answer step's passage window missed the span; before, such a chain's answer was "
+        "held unsupported and the draft stood (final choice: *chain answer unsupported*). The "
+        "rows replayed with the chain's end in those cases, no call, paired with `full`: an "
+        "estimate, not a run.",
+        "",
+        "| slice | paired | rows changed | F1 replayed | ΔF1 vs full [95% CI] | W/L |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for key in slices:
+        r = replay.get(key) or {}
+        if not r.get("n") or r.get("f1_delta") is None:
+            lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a |")
+            continue
+        interval = f"{_signed(r['f1_delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        lines.append(
+            f"| {key} | {r['n']} | {r['changed']} | {_number(r['f1_after'])} | {interval} | "
+            f"{r['wins']}/{r['losses']} |"
+        )
+    return lines
+
+
 def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
     lines = [
         "# Draft first against today's planner (issue 53)",
@@ -396,6 +485,7 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
             f"{_verdict(t['met'])} |"
         )
     lines += earlier_router_lines(results.get("earlier_router") or {}, slices)
+    lines += replay_lines(results.get("chain_end_replay") or {}, slices)
     notes = [(key, results[key].get("missing")) for key in slices]
     notes.append(("first answer", timing.get("missing")))
     missing = [f"- {key}: {note}" for key, note in notes if note]

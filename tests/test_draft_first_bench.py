@@ -164,3 +164,28 @@ def test_a_folder_pattern_without_the_slice_is_refused(tmp_path: Path) -> None:
         df.main(["--after", str(tmp_path / "draft-first"), "--out", str(tmp_path / "x.json")])
     with pytest.raises(SystemExit):
         df.main(["--earlier", str(tmp_path / "old"), "--out", str(tmp_path / "x.json")])
+
+
+def test_the_chain_end_replay_changes_only_chains_held_unsupported() -> None:
+    subs = [
+        {"id": "q1", "query": "father of Henrik", "needs": [], "answered": True, "finding": "Ole"},
+        {"id": "q2", "query": "birthplace of Ole", "needs": ["q1"], "answered": True},
+    ]
+    subs[1]["finding"] = "Flora"
+    row = {
+        "id": "a",
+        "question": "What is the place of birth of Henrik's father?",
+        "answers": ["Flora"],
+        "prediction": "Bergen",
+        "f1": 0.0,
+        "planner": {
+            "sub_queries": subs,
+            "final_choice": {"source": "draft", "reason": "chain answer unsupported: the draft"},
+        },
+    }
+    replayed = df.chain_end_replayed(row)
+    assert (replayed["prediction"], replayed["f1"], replayed["replayed"]) == ("Flora", 1.0, True)
+    open_plan = {**row, "planner": {**row["planner"], "final_choice": {"reason": "plan open"}}}
+    assert df.chain_end_replayed(open_plan) == open_plan
+    unchained = {**row, "planner": {**row["planner"], "sub_queries": subs[:1]}}
+    assert df.chain_end_replayed(unchained)["prediction"] == "Bergen"
