@@ -104,13 +104,32 @@ def compare_slice(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """The draft-first run ``after`` against the ``full`` run ``before`` (``compare_rows``)."""
+    return compare_rows(
+        rows_of(before), rows_of(after), before, after, questions, resamples=resamples, seed=seed
+    )
+
+
+Rows = dict[str, dict[str, Any]]
+
+
+def compare_rows(
+    old: Rows | None,
+    new: Rows | None,
+    before: Path,
+    after: Path,
+    questions: int,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
     labels: tuple[str, str] = ("full", "draft-first"),
 ) -> dict[str, Any]:
-    """The draft-first run ``after`` against the run ``before`` (``full``, or ``labels``
-    says what) on the questions both finished: ΔF1 (after minus before, points) with its
-    paired interval, wins and losses, the median seconds of each, the share escalated and the
-    first-answer times of ``after``."""
-    old, new = rows_of(before), rows_of(after)
+    """The draft-first rows ``new`` (of run ``after``) against the rows ``old`` of run
+    ``before`` (``full``, or ``labels`` says what) on the questions both finished: ΔF1 (after
+    minus before, points) with its paired interval, wins and losses, the median seconds of
+    each, the share escalated and the first-answer times of ``after``. None: the run has no
+    readable rows."""
     notes = []
     for label, run, rows in ((labels[0], before, old), (labels[1], after, new)):
         if rows is None:
@@ -182,32 +201,23 @@ def chain_end_replayed(row: Mapping[str, Any]) -> dict[str, Any]:
     return {**row, "prediction": end, "f1": best_f1(end, answers), "replayed": True}
 
 
-def replay_slice(
-    before: Path, after: Path, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+def replay_rows(
+    old: Rows | None,
+    new: Rows | None,
+    before: Path,
+    after: Path,
+    questions: int,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
-    """``after``'s rows replayed with ``chain_end_replayed``, paired with ``before``: an
-    estimate of a run of the current code, labelled so."""
-    old, new = rows_of(before), rows_of(after)
-    ids = sorted((old or {}).keys() & (new or {}).keys())
-    if not ids:
-        return {"n": 0, "changed": 0, "f1_after": None, "f1_delta": None}
-    replayed = {i: chain_end_replayed(new[i]) for i in ids}  # type: ignore[index]
-    diff = paired_diff(
-        {i: float(replayed[i].get("f1") or 0.0) for i in ids},
-        {i: float(old[i].get("f1") or 0.0) for i in ids},  # type: ignore[index]
-        resamples=resamples,
-        seed=seed,
-    )
-    return {
-        "n": len(ids),
-        "changed": sum(1 for r in replayed.values() if r.get("replayed")),
-        "f1_after": _mean_f1(list(replayed.values())),
-        "f1_delta": round(diff.mean, 2),
-        "ci_low": round(diff.low, 2),
-        "ci_high": round(diff.high, 2),
-        "wins": diff.wins,
-        "losses": diff.losses,
-    }
+    """``new`` replayed with ``chain_end_replayed`` and compared as ``compare_rows`` compares,
+    with how many rows the replay changed: an estimate of a run of the current code, labelled
+    so."""
+    replayed = None if new is None else {i: chain_end_replayed(r) for i, r in new.items()}
+    result = compare_rows(old, replayed, before, after, questions, resamples=resamples, seed=seed)
+    result["changed"] = sum(1 for r in (replayed or {}).values() if r.get("replayed"))
+    return result
 
 
 def first_answer(run: Path, questions: int = FIRST_QUESTIONS) -> dict[str, Any]:
@@ -329,36 +339,29 @@ def build(
     ``{slice}``) and the first-answer run; with ``earlier`` (a pattern too), ``after`` paired
     with the earlier router's draft-first run of each slice as well."""
     results: dict[str, Any] = {}
+    replays: dict[str, Any] = {}
+    earlier_router: dict[str, Any] = {}
     for key in slices:
         questions = CHAINS_SUITE.slices[key].limit
-        old, new = Path(before.format(slice=key)), Path(after.format(slice=key))
-        entry = compare_slice(old, new, questions, resamples=resamples, seed=seed)
+        full, drafted = Path(before.format(slice=key)), Path(after.format(slice=key))
+        old, new = rows_of(full), rows_of(drafted)  # each run read once
+        kw: dict[str, Any] = {"resamples": resamples, "seed": seed}
+        entry = compare_rows(old, new, full, drafted, questions, **kw)
         entry["targets"] = _targets_json(slice_targets(key, entry))
         results[key] = entry
+        replays[key] = replay_rows(old, new, full, drafted, questions, **kw)
+        if earlier:
+            first_run = Path(earlier.format(slice=key))
+            labels = ("first router", "draft-first")
+            earlier_router[key] = compare_rows(
+                rows_of(first_run), new, first_run, drafted, questions, labels=labels, **kw
+            )
         if progress:
             note = f" ({entry['missing']})" if entry.get("missing") else ""
             print(f"{key}: {entry['n']} paired questions{note}", file=sys.stderr, flush=True)
-    results["chain_end_replay"] = {
-        key: replay_slice(
-            Path(before.format(slice=key)),
-            Path(after.format(slice=key)),
-            resamples=resamples,
-            seed=seed,
-        )
-        for key in slices
-    }
+    results["chain_end_replay"] = replays
     if earlier:
-        results["earlier_router"] = {
-            key: compare_slice(
-                Path(earlier.format(slice=key)),
-                Path(after.format(slice=key)),
-                CHAINS_SUITE.slices[key].limit,
-                resamples=resamples,
-                seed=seed,
-                labels=("first router", "draft-first"),
-            )
-            for key in slices
-        }
+        results["earlier_router"] = earlier_router
     timing = first_answer(first)
     results["first_answer"] = {**timing, "targets": _targets_json(first_targets(timing))}
     results["first_answer_median_s"] = timing["first_answer_median_s"]
