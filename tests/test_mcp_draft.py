@@ -34,17 +34,28 @@ async def ask_with_progress(server: Any) -> tuple[Any, list[str], dict[str, Any]
     return result, progress, schema
 
 
+async def ask_drafted(
+    index: Path, embeddings: Any, settings: Settings, draft: str, planner: PlannerSettings
+) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """The question asked over MCP with the draft's reader answering ``draft``: the tool's
+    structured result, validated against its output schema (the draft's fields are in it),
+    the progress messages and the schema."""
+    chat = draft_chat(draft)
+    backend = backend_over(index, embeddings, settings, chat=chat, planner=planner)
+    result, progress, schema = await ask_with_progress(build_mcp_server(backend))
+    out = structured(result)
+    jsonschema.validate(out, schema)
+    return out, progress, schema
+
+
 async def test_the_draft_is_a_progress_message_and_in_the_structured_result(
     index_dir: Path,  # noqa: F811
     embeddings,
     settings: Settings,
 ) -> None:
-    backend = backend_over(
-        index_dir, embeddings, settings, chat=draft_chat("Paris"), planner=PlannerSettings()
+    out, progress, schema = await ask_drafted(
+        index_dir, embeddings, settings, "Paris", PlannerSettings()
     )
-    result, progress, schema = await ask_with_progress(build_mcp_server(backend))
-    out = structured(result)
-    jsonschema.validate(out, schema)  # the new fields are in the tool's output schema
     assert out["short_answer"] == "the Seine"
     draft = out["draft"]
     assert draft["short_answer"] == "Paris" and draft["answer"].endswith("in Paris [1].")
@@ -64,16 +75,9 @@ async def test_a_draft_that_stands_is_the_tools_answer(
     embeddings,
     settings: Settings,
 ) -> None:
-    backend = backend_over(
-        index_dir,
-        embeddings,
-        settings,
-        chat=draft_chat("Seine"),
-        planner=PlannerSettings(router="never"),
+    out, progress, _ = await ask_drafted(
+        index_dir, embeddings, settings, "Seine", PlannerSettings(router="never")
     )
-    result, progress, schema = await ask_with_progress(build_mcp_server(backend))
-    out = structured(result)
-    jsonschema.validate(out, schema)
     assert out["short_answer"] == "Seine" and out["sub_queries"] == []
     assert out["final_choice"] == {"source": "draft", "reason": "policy: never plan"}
     assert out["draft"]["answer"] == out["answer"]
