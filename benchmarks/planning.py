@@ -257,6 +257,32 @@ def score(questions: list[EvalQuestion], plans: dict[str, list[PlannedQuery]]) -
     }
 
 
+def plan_rows(
+    questions: list[EvalQuestion], plans: dict[str, list[PlannedQuery]]
+) -> list[dict[str, Any]]:
+    """Each planned question with its gold hops, its plan and the verdict: which planned query
+    matched each hop (``null`` for a hop none reached), so a change to the prompt or the rules
+    can be read plan by plan, not only in the table."""
+    rows = []
+    for q in questions:
+        if q.id not in plans:
+            continue
+        steps = gold_steps(q)
+        verdict = judge(steps, plans[q.id])
+        rows.append(
+            {
+                "id": q.id,
+                "band": hop_band(q, steps),
+                "question": q.question,
+                "gold": [h.question for h in q.gold_hops] or list(q.supporting_titles),
+                "plan": [{"query": p.text, "needs": list(p.needs)} for p in plans[q.id]],
+                "matched": verdict.matched,
+                "chain": verdict.chain,
+            }
+        )
+    return rows
+
+
 def questions_of(split: str) -> list[EvalQuestion]:
     path, first, last = SPLITS[split]
     return load_questions(path, resolve_format(path))[first:last]
@@ -312,6 +338,9 @@ def main() -> None:
     source.add_argument("--live", action="store_true", help="plan each question now")
     parser.add_argument("--limit", type=int, help="the split's first N questions")
     parser.add_argument("--json", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--plans", type=Path, help="also write each question's plan and verdict here (JSONL)"
+    )
     args = parser.parse_args()
     questions = questions_of(args.split)[: args.limit]
     plans = recorded_plans(args.rows) if args.rows else asyncio.run(live_plans(questions))
@@ -319,6 +348,9 @@ def main() -> None:
     print(markdown(args.split, table))
     if args.json:
         args.json.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    if args.plans:
+        lines = [json.dumps(row, ensure_ascii=False) for row in plan_rows(questions, plans)]
+        args.plans.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 if __name__ == "__main__":
