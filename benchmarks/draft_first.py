@@ -55,6 +55,13 @@ FIRST = RESULTS / FIRST_ANSWER_FOLDER / FIRST_ANSWER / "draft-first"
 # the first draft-first runs, with the first router (comparisons, choices and unsure drafts
 # planned; confident chains kept their draft): the record the current router is paired with
 EARLIER = str(RESULTS / "v5" / "{slice}" / "draft-first")
+# the findings step inside draft-first, A/B'd on tuning slices (their first N questions): the
+# reader reading each hop (the default) against one batched call a round (v4's ``full``)
+FINDINGS_AB = {"tune/musique": 30, "tune/2wiki": 20}
+FINDINGS_ARMS = (
+    str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first"),
+    str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first-batched"),
+)
 FIRST_QUESTIONS = CHAINS_SUITE.slices[FIRST_ANSWER].limit  # 30
 
 # issue 53's bar
@@ -330,6 +337,7 @@ def build(
     first: Path = FIRST,
     *,
     earlier: str | None = EARLIER,
+    findings: tuple[str, str] | None = FINDINGS_ARMS,
     slices: Sequence[str] = SLICES,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -337,7 +345,8 @@ def build(
 ) -> dict[str, Any]:
     """The results for every slice (``before`` and ``after`` are folder patterns holding
     ``{slice}``) and the first-answer run; with ``earlier`` (a pattern too), ``after`` paired
-    with the earlier router's draft-first run of each slice as well."""
+    with the earlier router's draft-first run of each slice as well; with ``findings`` (the
+    reader and batched arms' patterns), the findings-call A/B on the tuning slices."""
     results: dict[str, Any] = {}
     replays: dict[str, Any] = {}
     earlier_router: dict[str, Any] = {}
@@ -360,6 +369,8 @@ def build(
             note = f" ({entry['missing']})" if entry.get("missing") else ""
             print(f"{key}: {entry['n']} paired questions{note}", file=sys.stderr, flush=True)
     results["chain_end_replay"] = replays
+    if findings:
+        results["findings_ab"] = findings_ab(findings, resamples=resamples, seed=seed)
     if earlier:
         results["earlier_router"] = earlier_router
     timing = first_answer(first)
@@ -370,6 +381,63 @@ def build(
         note = f" ({timing['missing']})" if timing.get("missing") else ""
         print(f"first answer: {timing['n']} questions{note}", file=sys.stderr, flush=True)
     return results
+
+
+def findings_ab(
+    arms: tuple[str, str] = FINDINGS_ARMS,
+    slices: Mapping[str, int] = FINDINGS_AB,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """The batched findings arm against the reader arm (``arms``: folder patterns) on each
+    tuning slice of ``slices`` (key: questions), and pooled over them (ids prefixed by the
+    slice, so MuSiQue's and 2Wiki's questions stay apart). ΔF1: batched minus reader."""
+    labels = ("reader findings", "batched findings")
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "labels": labels}
+    out: dict[str, Any] = {}
+    pooled: tuple[Rows, Rows] = ({}, {})
+    for key, questions in slices.items():
+        reader, batched = (Path(a.format(slice=key)) for a in arms)
+        old, new = rows_of(reader), rows_of(batched)
+        out[key] = compare_rows(old, new, reader, batched, questions, **kw)
+        for rows, into in ((old, pooled[0]), (new, pooled[1])):
+            into.update({f"{key}/{i}": row for i, row in (rows or {}).items()})
+    if len(slices) > 1:
+        where = (Path(arms[0].format(slice="tune")), Path(arms[1].format(slice="tune")))
+        out["pooled"] = compare_rows(*pooled, *where, sum(slices.values()), **kw)
+    return out
+
+
+def findings_ab_lines(ab: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The findings-call A/B inside draft-first (``findings_ab``), tuning slices."""
+    if not any(r.get("n") for r in ab.values()):
+        return []
+    lines = [
+        "",
+        "## The findings call inside draft-first (tuning slices)",
+        "",
+        "On the report slices, plans that `full` (one batched findings call a round) had "
+        "resolved stayed open under draft-first (the reader reading each hop). Both arms on "
+        "the tuning slices' first questions, same code, LLM cache off, two slots: "
+        "`evals/results/v6/tune/<slice>/draft-first` (reader) and `.../draft-first-batched`. "
+        "ΔF1: batched minus reader, paired.",
+        "",
+        "| slice | paired | F1 reader | F1 batched | ΔF1 [95% CI] | W/L "
+        "| median s reader | median s batched |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for key, r in ab.items():
+        if not r.get("n") or r.get("f1_delta") is None:
+            lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a | n/a | n/a |")
+            continue
+        interval = f"{_signed(r['f1_delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        lines.append(
+            f"| {key} | {r['n']}/{r['questions']} | {_number(r['f1_before'])} | "
+            f"{_number(r['f1_after'])} | {interval} | {r['wins']}/{r['losses']} | "
+            f"{_number(r['median_s_before'])} | {_number(r['median_s_after'])} |"
+        )
+    return lines
 
 
 def earlier_router_lines(
@@ -489,6 +557,7 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
         )
     lines += earlier_router_lines(results.get("earlier_router") or {}, slices)
     lines += replay_lines(results.get("chain_end_replay") or {}, slices)
+    lines += findings_ab_lines(results.get("findings_ab") or {})
     notes = [(key, results[key].get("missing")) for key in slices]
     notes.append(("first answer", timing.get("missing")))
     missing = [f"- {key}: {note}" for key, note in notes if note]

@@ -189,3 +189,25 @@ def test_the_chain_end_replay_changes_only_chains_held_unsupported() -> None:
     assert df.chain_end_replayed(open_plan) == open_plan
     unchained = {**row, "planner": {**row["planner"], "sub_queries": subs[:1]}}
     assert df.chain_end_replayed(unchained)["prediction"] == "Bergen"
+
+
+def test_the_findings_ab_pools_slices_without_mixing_their_ids(tmp_path: Path) -> None:
+    # both tuning slices number their questions q0, q1: pooled, "a/q0" and "b/q0" stay apart
+    # (pooled by bare id, b's rows would overwrite a's and the pool would hold 2, not 4).
+    # batched minus reader: slice a +1 and 0, slice b 0 and -0.5: pooled +0.5 - 0.5 = +12.5
+    pattern = str(tmp_path / "{slice}" / "{arm}")
+    reader = {"a": [0.0, 1.0], "b": [1.0, 1.0]}
+    batched = {"a": [1.0, 1.0], "b": [1.0, 0.5]}
+    for arm, scores in (("reader", reader), ("batched", batched)):
+        for key, f1s in scores.items():
+            rows = [draft_row(f"q{i}", f1, 30.0, 5.0, True) for i, f1 in enumerate(f1s)]
+            write_run(Path(pattern.format(slice=key, arm=arm)), rows)
+    arms = (pattern.replace("{arm}", "reader"), pattern.replace("{arm}", "batched"))
+    ab = df.findings_ab(arms, {"a": 2, "b": 2}, resamples=200, seed=0)
+    assert ab["a"]["f1_delta"] == 50.0 and (ab["a"]["wins"], ab["a"]["losses"]) == (1, 0)
+    assert ab["b"]["f1_delta"] == -25.0 and (ab["b"]["wins"], ab["b"]["losses"]) == (0, 1)
+    pooled = ab["pooled"]
+    assert (pooled["n"], pooled["questions"]) == (4, 4)
+    assert pooled["f1_delta"] == 12.5 and (pooled["wins"], pooled["losses"]) == (1, 1)
+    text = "\n".join(df.findings_ab_lines(ab))
+    assert "| pooled | 4/4 | 75.0 | 87.5 | +12.5 [" in text
