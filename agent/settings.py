@@ -323,6 +323,15 @@ class PlannerSettings(BaseModel):
         description="plan a family relation with one reading ('maternal grandfather' = mother, "
         "then her father) by rule, without the decompose call",
     )
+    # Measured on MuSiQue's tuning plans (benchmarks/planning.py): the planner found a chain's
+    # bridge ("author of The Canon of Medicine") and planned the rest without it ("Venus"), so
+    # nothing built on the bridge; the question itself, the bridge's span replaced by its #n,
+    # becomes the last hop (``agent.planner.queries.residual_hop``).
+    residual_hop: bool = Field(
+        True,
+        description="a description the plan resolves but no later query builds on: the "
+        "question, with it replaced by #n, is added as the last hop",
+    )
     # When every planned query has a supported finding the plan has resolved: the reader then
     # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
     # far higher on the gold paragraphs alone than with distractors beside them), and a chain's

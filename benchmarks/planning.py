@@ -43,6 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query
+from agent.planner.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from searchers.hop_reader import content_words
 from searchers.text import fold
@@ -215,6 +217,18 @@ def recorded_plans(run: Path) -> dict[str, list[PlannedQuery]]:
     return {row["id"]: recorded_plan(decompose_queries(row)) for row in recorded_rows(run)}
 
 
+def with_residual(question: EvalQuestion, plan: list[PlannedQuery]) -> list[PlannedQuery]:
+    """A recorded plan with the residual last hop today's decompose node adds
+    (``PlannerSettings.residual_hop``), judged on the recorded links: a replay of the rule on
+    plans made without it, no call."""
+    if relation_plan(question.question) is not None:  # planned by rule: the node adds none
+        return plan
+    found = residual_query([q.text for q in plan], [set(q.needs) for q in plan], question.question)
+    if found is None or len(plan) >= MAX_QUERIES_PER_CALL:
+        return plan
+    return [*plan, PlannedQuery(found[1], (found[0],))]
+
+
 def planned_queries(queries: Sequence[str]) -> list[PlannedQuery]:
     """Plan strings with ``#n`` references (1-based) as planned queries."""
     return [
@@ -310,7 +324,10 @@ async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQue
                     plans[q.id] = planned_queries([str(x) for x in rule])
                     continue
                 batch.append(decompose_ab.Plan(q, "live"))
-            await asyncio.gather(*(decompose_ab.plan_one(handle.model, p, slots) for p in batch))
+            residual = settings.planner.residual_hop
+            await asyncio.gather(
+                *(decompose_ab.plan_one(handle.model, p, slots, residual=residual) for p in batch)
+            )
             for p in batch:
                 plans[p.question.id] = planned_queries(p.queries)
             print(f"planned {min(start + 10, len(questions))}/{len(questions)}", flush=True)
@@ -337,6 +354,11 @@ def main() -> None:
     source.add_argument("--rows", type=Path, help="a run directory: score its recorded plans")
     source.add_argument("--live", action="store_true", help="plan each question now")
     parser.add_argument("--limit", type=int, help="the split's first N questions")
+    parser.add_argument(
+        "--residual",
+        action="store_true",
+        help="with --rows: replay the residual last hop on the recorded plans (no call)",
+    )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument(
         "--plans", type=Path, help="also write each question's plan and verdict here (JSONL)"
@@ -344,6 +366,9 @@ def main() -> None:
     args = parser.parse_args()
     questions = questions_of(args.split)[: args.limit]
     plans = recorded_plans(args.rows) if args.rows else asyncio.run(live_plans(questions))
+    if args.residual:
+        by_id = {q.id: q for q in questions}
+        plans = {i: with_residual(by_id[i], p) if i in by_id else p for i, p in plans.items()}
     table = score(questions, plans)
     print(markdown(args.split, table))
     if args.json:

@@ -18,6 +18,7 @@ from agent.planner.queries import (
     conversation_text,
     kept_queries,
     plan_sub_queries,
+    residual_hop,
     spell_out,
 )
 from agent.planner.relations import relation_plan
@@ -108,6 +109,8 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
         raw, errors = await _plan(runtime, state, limit, shape)
     pairs = _planned_queries(raw, question, limit, by_rule=bool(by_rule))
     kept = {q for q, _ in pairs}
+    if run.planner.residual_hop and not by_rule:
+        pairs = residual_hop(pairs, question, limit)
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
     pairs = pairs or clean_queries([question], set(), 1)  # nothing kept: the question itself

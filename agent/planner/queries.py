@@ -137,6 +137,82 @@ def inline_bare_names(pairs: list[tuple[str, str]], question: str) -> list[tuple
     return kept
 
 
+def _occurrence(query: str, question: str) -> tuple[int, int] | None:
+    """Where the question writes ``query`` (quotes and spacing aside, any case), or None."""
+    words = [w for w in re.split(r"[\s\"'‘’“”`]+", query) if w]
+    if not words:
+        return None
+    quote = r"[\"'‘’“”`]?"
+    pattern = r"[\s\"'‘’“”`]*".join(re.escape(w) for w in words) + quote
+    match = re.search(pattern, question, flags=re.IGNORECASE)
+    return match.span() if match else None
+
+
+# a description: a thing named through its relation to another ("performer of X", "the band
+# that released X", "city where X died"), not a bare name or a title ("young and restless")
+_DESCRIBES = re.compile(r"\s(?:of|that|which|who|whom|whose|where|by|in)\s", re.IGNORECASE)
+
+
+def describes(query: str, question: str) -> bool:
+    """``query`` describes a named thing: a relation word inside it, a name, number or title
+    the question also writes (``names_nothing``: "professional sports team" describes nothing
+    a search can find), and not only a name."""
+    return (
+        bool(_DESCRIBES.search(f" {query} "))
+        and not names_nothing(query, question)
+        and not _bare_name(query, question)
+    )
+
+
+def residual_query(
+    queries: list[str], needs: list[set[int]], question: str
+) -> tuple[int, str] | None:
+    """(k, the residual hop) for a plan's ``queries`` (``needs[i]``: the 0-based queries query
+    i builds on), or None; see ``residual_hop``. Apart from it so that a recorded plan, whose
+    links are recorded and whose ``#n`` were filled with answers, is judged the same way."""
+    text = " ".join(question.split())
+    used = {n for links in needs for n in links}
+    for k in range(len(queries) - 1, -1, -1):
+        query = queries[k]
+        # a query ending in "?" is a question copied whole (a story question with its
+        # options after it), not a description inside one
+        if k in used or needs[k] or len(query.split()) < MIN_IMPLICIT_WORDS or "?" in query:
+            continue
+        span = _occurrence(query, text)
+        if span is None or not describes(query, text):
+            continue
+        rest = " ".join(f"{text[: span[0]]}#{k + 1}{text[span[1] :]}".split())
+        if not re.sub(r"[\W_]", "", REF.sub("", rest)):  # the query was the whole question
+            return None
+        return k, rest
+    return None
+
+
+def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> list[tuple[str, str]]:
+    """A chain's last hop asked as the question itself, with the description an earlier query
+    resolves replaced by its ``#n``. Measured on MuSiQue's tuning plans (the planning
+    benchmark): the 1.5B planner found the bridge ("author of The Canon of Medicine") and then
+    planned the rest without it ("Venus"; "True Grit" for "Who did the cast member of Rooster
+    Cogburn play in True Grit?"), so no query built on the bridge and the chain could not
+    resolve. When the last query whose words the question writes, a description of a named
+    thing (``describes``) of three words or more, is one no later query builds on (``#n`` or its
+    repeated words) and builds on none, the question with that span replaced by ``#n`` is added
+    as the last hop. No call; nothing is added when the plan is full, the span is the whole
+    question, or the same query is planned already."""
+    if not pairs or len(pairs) >= limit:
+        return pairs
+    queries = [q for q, _ in pairs]
+    linked = [implicit_refs(q, queries[:i]) for i, q in enumerate(queries)]
+    needs = [{int(n) - 1 for n in REF.findall(q)} for q in linked]
+    found = residual_query(queries, needs, question)
+    if found is None:
+        return pairs
+    key = query_key(found[1])
+    if not key or key in {k for _, k in pairs}:
+        return pairs
+    return [*pairs, (found[1], key)]
+
+
 def kept_queries(raw: list[str], question: str, limit: int) -> list[tuple[str, str]]:
     """The model's planned queries the decompose node keeps: cleaned, on the question's topic,
     bare names folded into the hops that build on them."""

@@ -1,0 +1,144 @@
+"""The residual last hop (``agent.planner.queries.residual_hop``,
+``PlannerSettings.residual_hop``): when the plan resolves a description the question writes and
+no later query builds on it, the question itself, that description replaced by ``#n``, is
+asked last. The rule alone first, then through the planner graph with a scripted model, on and
+off."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from agent.planner.queries import clean_queries, residual_hop, residual_query
+from agent.settings import PlannerSettings
+from searchers.passages import Passage
+from searchers.sparse_tantivy import TantivySparseIndex
+from tests.planner_scripts import KeywordSearcher, agent_with, finding, number_any, reply, user_text
+from tests.routed_chat import RoutedChatModel
+
+QUESTION = "Where did the author of The Lantern Atlas think Venus was in relation to the sun?"
+
+
+def planned(queries: list[str], question: str = QUESTION, limit: int = 6) -> list[str]:
+    return [q for q, _ in residual_hop(clean_queries(queries, set(), limit), question, limit)]
+
+
+def test_a_bridge_nothing_builds_on_gets_the_question_as_its_last_hop() -> None:
+    assert planned(["author of The Lantern Atlas", "Venus"]) == [
+        "author of The Lantern Atlas",
+        "Venus",
+        "Where did the #1 think Venus was in relation to the sun?",
+    ]
+    # quotes and case aside: the question's closing quote goes with the span it closes
+    question = 'The actor who plays Barney in "Harbour Lights" plays what character in Red Hood?'
+    assert planned(["who plays Barney in 'Harbour Lights'", "Red Hood"], question)[-1] == (
+        "The actor #1 plays what character in Red Hood?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("queries", "question"),
+    [
+        # a chain already built on its bridge, by #n or by repeating its words
+        (["author of The Lantern Atlas", "opinion of #1 on Venus"], QUESTION),
+        (
+            ["author of The Lantern Atlas", "where the author of The Lantern Atlas put Venus"],
+            QUESTION,
+        ),
+        # a bare name, a title, a description of nothing named, two words: no bridge
+        (["The Lantern Atlas"], "Who wrote The Lantern Atlas and when?"),
+        (["young and restless", "performer of Sings Arlen"],
+         "who did the performer of Sings Arlen play on young and restless?"),
+        (["professional sports team"],
+         "Which professional sports team plays where Jim Arlen had the idea for arena football?"),
+        (["Arlen's author"], "Where did Arlen's author live?"),
+        # the query is the whole question
+        (["capital of Arlen"], "capital of Arlen?"),
+    ],
+)  # fmt: skip
+def test_no_residual_hop_where_nothing_is_left_unlinked(queries: list[str], question: str) -> None:
+    kept = planned(queries, question)
+    if queries[0] == "young and restless":  # the description is the one used, not the title
+        assert kept[-1] == "who did the #2 play on young and restless?"
+    else:
+        assert kept == [q for q, _ in clean_queries(queries, set(), 6)]
+
+
+def test_a_full_plan_or_a_repeat_adds_nothing() -> None:
+    full = ["author of The Lantern Atlas", "Venus", "sun", "orbit of Venus", "a b c", "d e f"]
+    assert planned(full) == full
+    twice = [
+        "author of The Lantern Atlas",
+        "Where did the #1 think Venus was in relation to the sun?",
+    ]
+    assert planned(twice) == twice  # built on already
+
+
+def test_a_recorded_plan_is_judged_by_its_recorded_links() -> None:
+    # a recorded hop's #1 was filled with the answer, so only its recorded link says it builds
+    # on the bridge
+    queries = ["author of The Lantern Atlas", "where Ilse Varnow put Venus"]
+    assert residual_query(queries, [set(), {0}], QUESTION) is None
+    assert residual_query(queries, [set(), set()], QUESTION) == (
+        0,
+        "Where did the #1 think Venus was in relation to the sun?",
+    )
+
+
+ATLAS = [
+    ("atlas", "The Lantern Atlas", "The Lantern Atlas is a star book written by Ilse Varnow."),
+    ("ilse", "Ilse Varnow", "Ilse Varnow held that Venus lay below the sun, nearer the earth."),
+    ("venus", "Venus", "Venus is the second planet from the sun."),
+]
+
+
+@pytest.fixture(scope="module")
+def atlas(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
+    index = TantivySparseIndex.create(tmp_path_factory.mktemp("atlas") / "sparse")
+    index.add([Passage(pid, title, text, {}) for pid, title, text in ATLAS])
+    return index
+
+
+def atlas_chat() -> RoutedChatModel:
+    def summarize(messages: list[BaseMessage]) -> str:
+        return finding(
+            user_text(messages),
+            **{
+                "author of The Lantern": ("Ilse Varnow", "The Lantern Atlas"),
+                "Where did the Ilse Varnow": ("below the sun", "Ilse Varnow"),
+            },
+        )
+
+    def final(messages: list[BaseMessage]) -> str:
+        n = number_any(user_text(messages), "Ilse Varnow")
+        return reply(short_answer="below the sun", answer=f"Below the sun [{n}].")
+
+    return RoutedChatModel(
+        routes={
+            "decompose": reply(queries=["author of The Lantern Atlas", "Venus"]),
+            "summarize": summarize,
+            "verify": reply(sufficient=False, queries=[]),
+            "answer": final,
+        }
+    )
+
+
+@pytest.mark.parametrize("on", [True, False])
+async def test_the_planner_asks_the_residual_hop_with_the_bridge_filled_in(
+    atlas: TantivySparseIndex, on: bool
+) -> None:
+    planner = PlannerSettings(
+        draft=False, supplement=False, findings_call="batched", residual_hop=on
+    )
+    searcher = KeywordSearcher(atlas)
+    result = await agent_with(atlas_chat(), [searcher], planner=planner).ask(QUESTION)
+    asked = [q.query for q in result.sub_queries]
+    residual = "Where did the Ilse Varnow think Venus was in relation to the sun?"
+    if on:
+        assert asked == ["author of The Lantern Atlas", "Venus", residual]
+        assert residual in searcher.queries
+        hop = next(q for q in result.sub_queries if q.query == residual)
+        assert hop.needs == ["q1"] and hop.summary == "below the sun"
+    else:
+        assert asked == ["author of The Lantern Atlas", "Venus"]
+        assert residual not in searcher.queries
