@@ -211,6 +211,16 @@ def recorded_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def stored_plans(path: Path) -> dict[str, list[PlannedQuery]]:
+    """question id -> plan, from a ``--plans`` file (``plan_rows``): a live run's plans scored
+    again, or with a rule replayed on them (``--residual``), at no call."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {
+        row["id"]: [PlannedQuery(p["query"], tuple(p["needs"])) for p in row["plan"]]
+        for row in map(json.loads, filter(None, lines))
+    }
+
+
 def recorded_plans(run: Path) -> dict[str, list[PlannedQuery]]:
     """question id -> the plan its decompose step wrote, from a run's rows (links from the
     queries' recorded ``needs``)."""
@@ -353,11 +363,14 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--rows", type=Path, help="a run directory: score its recorded plans")
     source.add_argument("--live", action="store_true", help="plan each question now")
+    source.add_argument(
+        "--replay", type=Path, help="score the plans a --plans file holds (no call)"
+    )
     parser.add_argument("--limit", type=int, help="the split's first N questions")
     parser.add_argument(
         "--residual",
         action="store_true",
-        help="with --rows: replay the residual last hop on the recorded plans (no call)",
+        help="with --rows or --replay: the residual last hop replayed on those plans (no call)",
     )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument(
@@ -365,7 +378,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     questions = questions_of(args.split)[: args.limit]
-    plans = recorded_plans(args.rows) if args.rows else asyncio.run(live_plans(questions))
+    if args.rows:
+        plans = recorded_plans(args.rows)
+    elif args.replay:
+        plans = stored_plans(args.replay)
+    else:
+        plans = asyncio.run(live_plans(questions))
     if args.residual:
         by_id = {q.id: q for q in questions}
         plans = {i: with_residual(by_id[i], p) if i in by_id else p for i, p in plans.items()}

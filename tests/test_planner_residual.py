@@ -30,9 +30,9 @@ def test_a_bridge_nothing_builds_on_gets_the_question_as_its_last_hop() -> None:
         "Where did the #1 think Venus was in relation to the sun?",
     ]
     # quotes and case aside: the question's closing quote goes with the span it closes
-    question = 'The actor who plays Barney in "Harbour Lights" plays what character in Red Hood?'
-    assert planned(["who plays Barney in 'Harbour Lights'", "Red Hood"], question)[-1] == (
-        "The actor #1 plays what character in Red Hood?"
+    question = 'Which role did the host of "Harbour Lights" play in Red Hood?'
+    assert planned(["host of 'Harbour Lights'", "Red Hood"], question)[-1] == (
+        "Which role did the #1 play in Red Hood?"
     )
 
 
@@ -52,7 +52,9 @@ def test_a_bridge_nothing_builds_on_gets_the_question_as_its_last_hop() -> None:
         (["professional sports team"],
          "Which professional sports team plays where Jim Arlen had the idea for arena football?"),
         (["Arlen's author"], "Where did Arlen's author live?"),
-        # the query is the whole question
+        # a clause of the question, not a noun phrase ("the ..."), and nothing left to ask
+        (["part of the Arlen rivalry"], "Who was part of the Arlen rivalry, and when?"),
+        (["movie that Ada Arlen made after Fargo"], "Name a movie that Ada Arlen made after Fargo"),
         (["capital of Arlen"], "capital of Arlen?"),
     ],
 )  # fmt: skip

@@ -164,6 +164,10 @@ def describes(query: str, question: str) -> bool:
     )
 
 
+_ARTICLES = frozenset({"the", "a", "an"})
+MIN_RESIDUAL_WORDS = 2
+
+
 def residual_query(
     queries: list[str], needs: list[set[int]], question: str
 ) -> tuple[int, str] | None:
@@ -181,8 +185,14 @@ def residual_query(
         span = _occurrence(query, text)
         if span is None or not describes(query, text):
             continue
+        # a noun phrase of the question ("sung by the performer of X"), not a clause of it
+        # ("who was part of the rivalry", "is set in Bikini Bottom")
+        before = text[: span[0]].split()
+        if not before or before[-1].casefold() not in _ARTICLES:
+            continue
         rest = " ".join(f"{text[: span[0]]}#{k + 1}{text[span[1] :]}".split())
-        if not re.sub(r"[\W_]", "", REF.sub("", rest)):  # the query was the whole question
+        # something left to ask besides the description ("Name a #1?" asks nothing)
+        if len(query_key(REF.sub(" ", rest)).split()) < MIN_RESIDUAL_WORDS:
             return None
         return k, rest
     return None
@@ -195,10 +205,11 @@ def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> lis
     planned the rest without it ("Venus"; "True Grit" for "Who did the cast member of Rooster
     Cogburn play in True Grit?"), so no query built on the bridge and the chain could not
     resolve. When the last query whose words the question writes, a description of a named
-    thing (``describes``) of three words or more, is one no later query builds on (``#n`` or its
-    repeated words) and builds on none, the question with that span replaced by ``#n`` is added
-    as the last hop. No call; nothing is added when the plan is full, the span is the whole
-    question, or the same query is planned already."""
+    thing (``describes``) of three words or more that the question writes as a noun phrase
+    ("the author of ..."), is one no later query builds on (``#n`` or its repeated words) and
+    builds on none, the question with that span replaced by ``#n`` is added as the last hop.
+    No call; nothing is added when the plan is full, when less than two words of the question
+    are left to ask ("Name a #1?"), or when the same query is planned already."""
     if not pairs or len(pairs) >= limit:
         return pairs
     queries = [q for q, _ in pairs]
