@@ -178,7 +178,7 @@ def residual_query(
     used = {n for links in needs for n in links}
     for k in range(len(queries) - 1, -1, -1):
         query = queries[k]
-        # a query ending in "?" is a question copied whole (a story question with its
+        # a query holding "?" is a question copied whole (a story question with its
         # options after it), not a description inside one
         if k in used or needs[k] or len(query.split()) < MIN_IMPLICIT_WORDS or "?" in query:
             continue
