@@ -137,14 +137,26 @@ def inline_bare_names(pairs: list[tuple[str, str]], question: str) -> list[tuple
     return kept
 
 
+# quotes a planned query may drop or change around a title the question quotes
+_QUOTE = r"[\"'‘’“”`]?"
+
+
+def _loose_words(text: str) -> list[str]:
+    """``text``'s words with quotes and spacing left out."""
+    return [w for w in re.split(r"[\s\"'‘’“”`]+", text) if w]
+
+
+def _loose_pattern(words: list[str]) -> str:
+    """A pattern matching ``words`` in order whatever quotes or spacing stand between them."""
+    return r"[\s\"'‘’“”`]*".join(re.escape(w) for w in words)
+
+
 def _occurrence(query: str, question: str) -> tuple[int, int] | None:
     """Where the question writes ``query`` (quotes and spacing aside, any case), or None."""
-    words = [w for w in re.split(r"[\s\"'‘’“”`]+", query) if w]
+    words = _loose_words(query)
     if not words:
         return None
-    quote = r"[\"'‘’“”`]?"
-    pattern = r"[\s\"'‘’“”`]*".join(re.escape(w) for w in words) + quote
-    match = re.search(pattern, question, flags=re.IGNORECASE)
+    match = re.search(_loose_pattern(words) + _QUOTE, question, flags=re.IGNORECASE)
     return match.span() if match else None
 
 
@@ -341,11 +353,10 @@ def implicit_refs(query: str, earlier: list[str]) -> str:
     earlier query is tried first, and only queries of three words or more."""
     order = sorted(range(len(earlier)), key=lambda n: -len(earlier[n]))
     for n in order:
-        words = [w for w in re.split(r"[\s\"'‘’“”`]+", earlier[n]) if w]
+        words = _loose_words(earlier[n])
         if len(words) < MIN_IMPLICIT_WORDS or REF.search(earlier[n]):
             continue
-        quote = r"[\"'‘’“”`]?"
-        pattern = quote + r"[\s\"'‘’“”`]*".join(re.escape(w) for w in words) + quote
+        pattern = _QUOTE + _loose_pattern(words) + _QUOTE
         replaced = re.sub(pattern, f"#{n + 1}", query, count=1, flags=re.IGNORECASE)
         if replaced != query and replaced.strip() != f"#{n + 1}":
             query = replaced
