@@ -319,6 +319,11 @@ def _signed(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}"
 
 
+def _interval(s: Mapping[str, Any]) -> str:
+    """A comparison's ΔF1 with its paired interval, as every table here writes it."""
+    return f"{_signed(s['f1_delta'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]"
+
+
 def _number(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -431,7 +436,7 @@ def findings_ab_lines(ab: Mapping[str, Mapping[str, Any]]) -> list[str]:
         if not r.get("n") or r.get("f1_delta") is None:
             lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a | n/a | n/a |")
             continue
-        interval = f"{_signed(r['f1_delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        interval = _interval(r)
         lines.append(
             f"| {key} | {r['n']}/{r['questions']} | {_number(r['f1_before'])} | "
             f"{_number(r['f1_after'])} | {interval} | {r['wins']}/{r['losses']} | "
@@ -464,7 +469,7 @@ def earlier_router_lines(
         if not s or s["f1_delta"] is None:
             lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
             continue
-        interval = f"{_signed(s['f1_delta'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]"
+        interval = _interval(s)
         share = "n/a" if s["escalated"] is None else f"{100 * s['escalated']:.0f}%"
         lines.append(
             f"| {key} | {s['n']}/{s['questions']} | {_number(s['f1_before'])} | "
@@ -496,7 +501,7 @@ def replay_lines(replay: Mapping[str, Mapping[str, Any]], slices: Sequence[str])
         if not r.get("n") or r.get("f1_delta") is None:
             lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a |")
             continue
-        interval = f"{_signed(r['f1_delta'])} [{_signed(r['ci_low'])}, {_signed(r['ci_high'])}]"
+        interval = _interval(r)
         lines.append(
             f"| {key} | {r['n']} | {r['changed']} | {_number(r['f1_after'])} | {interval} | "
             f"{r['wins']}/{r['losses']} |"
@@ -526,7 +531,7 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
         if s["f1_delta"] is None:
             lines.append(f"| {key} | {paired} | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
             continue
-        interval = f"{_signed(s['f1_delta'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]"
+        interval = _interval(s)
         share = "n/a" if s["escalated"] is None else f"{100 * s['escalated']:.0f}%"
         first = f"{_number(s['first_answer_median_s'])} / {_number(s['first_answer_p90_s'])}"
         lines.append(
