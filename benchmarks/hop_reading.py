@@ -57,6 +57,7 @@ from hop_phrasing import ROWS, planner_hops, rows_by_question, searched
 from langchain_core.language_models import BaseChatModel
 
 import prompts
+from agent.checks.escalation import answer_logprobs
 from agent.checks.evidence import support
 from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
 from evals.datasets import EvalQuestion, load_questions, resolve_format
@@ -79,7 +80,7 @@ SPLITS: dict[str, tuple[Path, int, int | None]] = {
     "musique_report": (MUSIQUE, 87, None),
     "2wiki_report": (TWOWIKI, 0, None),
 }
-PHRASINGS = ("gold", "planner", "gold_matched")
+PHRASINGS = ("gold", "planner", "gold_matched", "asked")
 _REF = re.compile(r"#(\d+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PREPOSITIONS = {"with", "in", "of", "by", "for", "to", "at", "on", "from", "into", "as"}
@@ -128,6 +129,38 @@ def hop_text(raw: str, earlier: Sequence[str]) -> str:
         joint = " " if relation.split()[-1].casefold() in _PREPOSITIONS else " of "
         text = f"{relation}{joint}{subject}"
     return " ".join(text.split())
+
+
+_PEOPLE_RELATIONS = {
+    "performer", "spouse", "creator", "author", "composer", "father", "mother", "child",
+    "sibling", "cast member", "director", "producer", "founded by", "screenwriter",
+}  # fmt: skip
+
+
+def asked_text(raw: str, earlier: Sequence[str]) -> str:
+    """A gold sub-question asked as a question: MuSiQue's knowledge-base form "subject >>
+    relation" as the planner would ask it ("What administrative territorial entity is Notus
+    located in?", "What shares a border with Columbia?", "Who is the spouse of X?"); a step
+    already written as a question is ``hop_text``'s."""
+    if ">>" not in raw:
+        return hop_text(raw, earlier)
+    filled = hop_text(raw.replace(">>", "\x00"), earlier)  # fill #n, keep the parts apart
+    subject, relation = (" ".join(part.split()) for part in filled.split("\x00", 1))
+    rel = relation.casefold()
+    if rel.startswith("located in the "):
+        return f"What {relation[len('located in the ') :]} is {subject} located in?"
+    if rel.startswith("contains "):
+        return f"What {relation[len('contains ') :]} does {subject} contain?"
+    if rel == "shares border with":
+        return f"What shares a border with {subject}?"
+    if rel == "member of":
+        return f"What is {subject} a member of?"
+    if rel.startswith("member of "):
+        return f"What {relation[len('member of ') :]} is {subject} a member of?"
+    if rel.split()[-1] in _PREPOSITIONS or rel.split()[0].endswith("ed"):
+        return f"What is {subject} {relation}?"
+    lead = "Who" if rel in _PEOPLE_RELATIONS else "What"
+    return f"{lead} is the {relation} of {subject}?"
 
 
 def _tokens(text: str) -> list[str]:
@@ -232,6 +265,13 @@ def split_items(
         items = [it for i, it in enumerate(items) if i in keep]
     if phrasing == "gold":
         return items
+    if phrasing == "asked":
+        raws = {
+            f"{q.id}#{n}": asked_text(h.question, [g.answer for g in q.gold_hops[: n - 1]])
+            for q in questions
+            for n, h in enumerate(q.gold_hops, start=1)
+        }
+        return [replace(it, text=raws[it.key], phrasing="asked") for it in items]
     recorded = rows_by_question(rows or ROWS[split])
     planned: list[HopItem] = []
     for q in questions:
@@ -250,6 +290,7 @@ class Read:
     cited: list[int] = field(default_factory=list)  # 1-based positions of the passages cited
     calls: int = 1
     error: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)  # what an arm weighed, for replays
 
 
 Arm = Callable[[BaseChatModel, HopItem, RunScope], Awaitable[Read]]
@@ -319,6 +360,107 @@ async def read_reader_best(chat: BaseChatModel, item: HopItem, scope: RunScope) 
     return await _read_as_question(chat, item, text, scope)
 
 
+_ASKING = re.compile(
+    r"^(who|whom|whose|what|when|where|which|why|how|is|are|was|were|did|does|do|can|name)\b",
+    re.IGNORECASE,
+)
+_PERSON_HEADS = {
+    "actor", "actress", "author", "writer", "director", "producer", "performer", "singer",
+    "composer", "founder", "father", "mother", "wife", "husband", "spouse", "son", "daughter",
+    "president", "narrator", "creator", "player", "owner", "leader", "king", "queen",
+    "member", "brother", "sister", "child", "person", "man", "woman", "artist", "architect",
+    "manager", "coach", "inventor", "designer", "voice", "cast",
+}  # fmt: skip
+
+
+def as_question(text: str) -> str:
+    """A hop written as a noun phrase ("author of X", "city where Y died") asked as a question
+    ("Who is the author of X?", "What is the city where Y died?"); a hop already asked as a
+    question is kept. The reader's prompt asks a question; a bare phrase invites "yes" or the
+    phrase's own subject back."""
+    text = " ".join(text.split()).rstrip(" .")
+    if not text or text.endswith("?") or _ASKING.match(text):
+        return text if text.endswith("?") or not text else f"{text}?"
+    words = [w.casefold() for w in text.split()]
+    article = words[0] in {"the", "a", "an"}
+    head = words[1] if article and len(words) > 1 else words[0]
+    lead = "Who is" if head in _PERSON_HEADS else "What is"
+    return f"{lead} {text}?" if article else f"{lead} the {text}?"
+
+
+async def read_reader_asked(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """One-call RAG's reader over the same passages, the hop asked as a question."""
+    asked = as_question(item.text)
+    reply = await read_short_answer(chat, asked, shown_text(item), scope=scope, step="read")
+    read = Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+    read.detail = {"asked": asked}
+    return read
+
+
+async def read_reader_recheck(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """One-call RAG's reader; when its span restates the hop's subject (or is empty), asked
+    once more with that span ruled out."""
+    text = shown_text(item)
+    first = await read_short_answer(chat, item.text, text, scope=scope, step="read")
+    answer = " ".join(first.value.answer.split()) if first.value else ""
+    if answer and not restates(answer, item.text):
+        return Read(answer)
+    again = f"{item.text} (not {answer})" if answer else item.text
+    second = await read_short_answer(chat, again, text, scope=scope, step="read")
+    if second.value is None:
+        return Read(answer, calls=2, error=str(second.error), detail={"first": answer})
+    return Read(second.value.answer, calls=2, detail={"first": answer})
+
+
+def each_passage(asked: Callable[[str], str]) -> Arm:
+    """Each shown passage read alone by one-call RAG's reader (the hop phrased by ``asked``),
+    with the reply's token log-probabilities; the answer is the non-empty span, held by its
+    passage and not restating the hop's subject, whose tokens the model was surest of (mean
+    log-probability). Every passage's span and log-probabilities go to the row's detail, so
+    other ways to choose replay without a call."""
+
+    async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+        question = asked(item.text)
+        hits = item.hits()
+
+        async def one(hit: Hit) -> dict[str, Any]:
+            text = numbered_passages([hit], max_chars=CHARS, query=item.text, titled=True)
+            reply = await read_short_answer(chat, question, text, scope=scope, step="read",
+                                            logprobs=True)  # fmt: skip
+            if reply.value is None:
+                return {"answer": "", "logprobs": [], "error": str(reply.error)}
+            span = " ".join(reply.value.answer.split())
+            record = hit.to_json()
+            return {
+                "answer": span,
+                "logprobs": [round(x, 4) for x in answer_logprobs(reply.token_logprobs, span)],
+                "held": bool(span) and bool(support(span, [record], [record], item.text)),
+                "restated": bool(span) and restates(span, item.text),
+            }
+
+        reads = await asyncio.gather(*(one(h) for h in hits))
+        best = choose_read(reads)
+        detail = {"asked": question, "reads": reads}
+        return Read(best, cited=[], calls=len(hits), detail=detail)
+
+    return read
+
+
+def choose_read(reads: Sequence[dict[str, Any]], how: str = "mean") -> str:
+    """The span of the per-passage read the model was surest of, among those held by their
+    passage and not restating the subject (all non-empty ones when none is)."""
+    spans = [r for r in reads if r.get("answer")]
+    good = [r for r in spans if r.get("held") and not r.get("restated")] or spans
+    if not good:
+        return ""
+
+    def sure(r: dict[str, Any]) -> float:
+        lps = r.get("logprobs") or [-99.0]
+        return min(lps) if how == "min" else sum(lps) / len(lps)
+
+    return str(max(good, key=sure)["answer"])
+
+
 ARMS: dict[str, Arm] = {
     "reader_ordered": read_reader_ordered,
     "reader_best": read_reader_best,
@@ -326,6 +468,10 @@ ARMS: dict[str, Arm] = {
     "reader": read_reader,
     "one_by_one": one_by_one(3),
     "best_one": one_by_one(1),
+    "reader_asked": read_reader_asked,
+    "reader_recheck": read_reader_recheck,
+    "reader_each": each_passage(lambda text: text),
+    "reader_each_asked": each_passage(as_question),
 }
 
 
@@ -411,6 +557,7 @@ async def run(
                 "gold_position": item.gold_position,
                 "seconds": round(time.monotonic() - t0, 2),
                 **score(item, read),
+                **({"detail": read.detail} if read.detail else {}),
             }
         with (out / "rows.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
