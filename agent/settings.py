@@ -332,6 +332,15 @@ class PlannerSettings(BaseModel):
         description="a description the plan resolves but no later query builds on: the "
         "question, with it replaced by #n, is added as the last hop",
     )
+    # Measured on the same plans: a 3- or 4-hop chain was most often planned as one query that
+    # folds it ("county where the most populous city in the state where WDXQ can be found"),
+    # whose search finds the outermost thing at best; it is written out as its hops, innermost
+    # first, each building on the one before (``agent.planner.queries.unfold_plan``).
+    unfold: bool = Field(
+        True,
+        description="a planned query that nests descriptions ('capital of the state where X "
+        "was born') is planned as their chain of hops, innermost first",
+    )
     # When every planned query has a supported finding the plan has resolved: the reader then
     # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
     # far higher on the gold paragraphs alone than with distractors beside them), and a chain's

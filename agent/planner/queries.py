@@ -236,6 +236,129 @@ def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> lis
     return [*pairs, (found[1], key)]
 
 
+# a relation word that opens the rest of a nested description: "the state where X was born",
+# "the band that released X", "the capital of #1", "the county sharing a border with #2"
+_NESTING = frozenset({"where", "that", "which", "who", "whom", "whose", "of", "in", "by"})
+MAX_HEAD_WORDS = 3  # "the most populous city in ...": words between "the" and its relation
+# a query ending in the outer clause's verb after the description's last word: "the band that
+# X is a member of formed", "the region where Erla is located died"
+_STRANDED = re.compile(
+    r"\b(?:of|with|to|for|from|at|in|on|\w+ed|born|found|known|made)\s+\w+ed$", re.IGNORECASE
+)
+_CLAUSE_VERBS = frozenset({"is", "was", "were", "are", "be", "been", "has", "have", "had", "did"})
+_NAMED = re.compile(r"#\d|\b[A-Z]|[\"'‘“`]\w")  # a name, a quoted title or a reference
+
+
+def _nested(query: str, question: str) -> tuple[str, str] | None:
+    """(inner, outer) for the innermost description ``query`` nests at its end: the last
+    "the <common noun> <relation> ..." running to the end of the query whose words name
+    something (``describes``), and the query with it cut off (the caller writes the ``#n`` in).
+    None when the query nests none, when its head is a name or title ("the Battle of X", "the
+    Lego Batman movie"), when the words left outside would ask nothing, or when the query ends
+    in a clause the description cannot hold ("... a member of formed")."""
+    words = query.split()
+    if _STRANDED.search(query):
+        return None
+    for i in range(len(words) - 1, 0, -1):
+        if words[i] != "the":
+            continue
+        for j in range(i + 2, min(i + 2 + MAX_HEAD_WORDS, len(words))):
+            head = words[i + 1 : j]
+            marker = words[j].casefold()
+            relation = marker in _NESTING or (marker.endswith("ing") and len(marker) > 4)
+            if not relation:
+                continue
+            # a head of common nouns ("the most populous city"), not a name or title ("the
+            # Battle of X") nor a clause ("the majority was sung by X")
+            if not all(w.isalpha() and w.islower() and w not in _CLAUSE_VERBS for w in head):
+                break
+            inner = " ".join(words[i + 1 :])
+            outer = " ".join(words[:i])
+            if not query_key(REF.sub(" ", outer)):
+                return None
+            inner = inner.rstrip(" ?")
+            # the description names what it is about (a year alone does not: "the most
+            # tourists in 2013"), and holds no clause beside it ("..., is the #3")
+            named = bool(_NAMED.search(" ".join(inner.split()[len(head) :])))
+            if len(inner.split()) < MIN_IMPLICIT_WORDS or not named or "," in inner:
+                break
+            return inner, outer
+    return None
+
+
+UNFOLDED = "#0"  # in a part of an unfolded query: the part before it (real references are 1-based)
+
+
+def unfold_query(query: str, question: str, room: int) -> list[str]:
+    """``query`` as the chain it folds, innermost description first, each later part naming
+    the one before it as ``#0``: "city that shares a border with the capital of the state where
+    X was born" -> ["state where X was born", "capital of #0", "city that shares a border with
+    #0"]. At most ``room`` parts; ``[query]`` when it folds nothing."""
+    parts: list[str] = []
+    rest = query
+    while len(parts) + 2 <= room:
+        found = _nested(rest, question)
+        if found is None:
+            break
+        inner, outer = found
+        parts.append(inner)
+        rest = f"{outer} {UNFOLDED}"
+    return [*parts, rest]
+
+
+def _moved_ref(match: re.Match[str], moved: Mapping[int, int]) -> str:
+    n = int(match.group(1))
+    return match.group(0) if n == 0 or n - 1 not in moved else f"#{moved[n - 1] + 1}"
+
+
+def unfold_plan(
+    queries: list[str], needs: list[set[int]], question: str, limit: int
+) -> tuple[list[str], list[set[int]]]:
+    """A plan with every query that folds a chain into one description (``unfold_query``)
+    written out as that chain's hops, while the plan has room (``limit`` queries). ``needs[i]``
+    holds the 0-based queries query i builds on; ``#n`` in the queries' text is renumbered, a
+    part already planned (same ``query_key``) is not planned twice, and a query that built on
+    a folded one builds on its last part."""
+    room = limit - len(queries)
+    out: list[str] = []
+    out_needs: list[set[int]] = []
+    moved: dict[int, int] = {}  # old 0-based index -> new
+    keys: dict[str, int] = {}
+    for i, query in enumerate(queries):
+        parts = unfold_query(query, question, room + 1) if room > 0 else [query]
+        room -= len(parts) - 1
+        before = {moved[n] for n in needs[i] if n in moved}
+        previous: int | None = None
+        for part in parts:
+            text = REF.sub(lambda m: _moved_ref(m, moved), part)
+            link = set() if previous is None else {previous}
+            if previous is not None:
+                text = text.replace(UNFOLDED, f"#{previous + 1}")
+            refs = {int(n) - 1 for n in REF.findall(text)} - {-1}
+            # the original query's links go to the innermost part (which holds its ``#n``)
+            part_needs = (before if previous is None else link) | refs
+            key = query_key(text)
+            if key in keys:  # planned already, maybe as a part of a query before it
+                previous = keys[key]
+                continue
+            keys.setdefault(key, len(out))
+            out.append(text)
+            out_needs.append(part_needs)
+            previous = len(out) - 1
+        moved[i] = previous if previous is not None else len(out) - 1
+    return out, out_needs
+
+
+def unfolded(pairs: list[tuple[str, str]], question: str, limit: int) -> list[tuple[str, str]]:
+    """The decompose node's (query, key) pairs with folded chains unfolded (``unfold_plan``;
+    links are the ``#n`` the queries write, and the repeated words ``implicit_refs`` reads)."""
+    queries = [q for q, _ in pairs]
+    linked = [implicit_refs(q, queries[:i]) for i, q in enumerate(queries)]
+    needs = [{int(n) - 1 for n in REF.findall(q)} for q in linked]
+    texts, _ = unfold_plan(queries, needs, question, limit)
+    return pairs if texts == queries else [(t, query_key(t)) for t in texts]
+
+
 def kept_queries(raw: list[str], question: str, limit: int) -> list[tuple[str, str]]:
     """The model's planned queries the decompose node keeps: cleaned, on the question's topic,
     bare names folded into the hops that build on them."""
