@@ -231,3 +231,56 @@ def test_gold_and_planner_rows_of_a_hop_pair(
     assert bench.phrasing_paired(rows, "reader") == {"t/alone": (0, 1, 0)}
     assert bench.paired(rows, "reader", "findings") == {}  # phrasings are not arms
     assert set(bench.figures(rows, "reader", "findings")) >= {"t_alone", "t_planner_alone"}
+
+
+def test_hops_asked_as_questions(bench: ModuleType) -> None:
+    assert (
+        bench.as_question("author of The Lantern Atlas")
+        == "Who is the author of The Lantern Atlas?"
+    )
+    assert (
+        bench.as_question("city where Orrin Vale died") == "What is the city where Orrin Vale died?"
+    )
+    assert bench.as_question("who wrote Country Man") == "who wrote Country Man?"
+    assert (
+        bench.asked_text("Country Man >> performer", []) == "Who is the performer of Country Man?"
+    )
+    assert bench.asked_text("#1 >> shares border with", ["Leesburg"]) == (
+        "What shares a border with Leesburg?"
+    )
+    located = bench.asked_text("Leesburg >> located in the administrative territorial entity", [])
+    assert located == "What administrative territorial entity is Leesburg located in?"
+    assert bench.asked_text("Who is the spouse of #1 ?", ["Luke Bryan"]) == (
+        "Who is the spouse of Luke Bryan ?"
+    )
+
+
+def test_the_surest_held_read_is_chosen(bench: ModuleType) -> None:
+    reads = [
+        {"answer": "Jerry Reed", "logprobs": [-0.01], "held": True, "restated": False},
+        {"answer": "Luke Bryan", "logprobs": [-0.2, -0.1], "held": True, "restated": False},
+        {"answer": "Country Man", "logprobs": [0.0], "held": True, "restated": True},
+        {"answer": "", "logprobs": [], "held": False, "restated": False},
+    ]
+    assert bench.choose_read(reads) == "Jerry Reed"
+    reads[0]["held"] = False  # a span its passage does not hold is passed over
+    assert bench.choose_read(reads) == "Luke Bryan"
+    assert bench.choose_read([reads[3]]) == ""
+
+
+def test_each_passage_is_read_alone(bench: ModuleType, tmp_path: Path) -> None:
+    item = bench.hop_items(question(), "mixed")[1]
+    seen: list[str] = []
+
+    def read(messages: list) -> str:
+        text = str(messages[-1].content)
+        seen.append(text)
+        return json.dumps({"answer": "Caroline Boyer" if "Caroline" in text else "Jerry Reed"})
+
+    chat = RoutedChatModel(routes={"rag_answer": read})
+    rows = asyncio.run(
+        bench.run(chat, [item], ["reader_each"], split="musique_tune", shown="mixed", out=tmp_path)
+    )
+    assert len(seen) == 3 and all(text.count("[1]") == 1 and "[2]" not in text for text in seen)
+    assert rows[0]["answer"] == "Caroline Boyer" and rows[0]["em"] == 1
+    assert rows[0]["calls"] == 3 and len(rows[0]["detail"]["reads"]) == 3
