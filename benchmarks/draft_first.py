@@ -43,7 +43,13 @@ from evals.metrics import best_f1
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
 from evals.replay import hops_of
 from evals.report import ReportError, read_details
-from evals.suite import CHAINS_SUITE, DRAFT_FOLDER, FIRST_ANSWER, FIRST_ANSWER_FOLDER
+from evals.suite import (
+    CHAINS_SUITE,
+    DRAFT_FOLDER,
+    DRAFT_TUNE_FOLDER,
+    FIRST_ANSWER,
+    FIRST_ANSWER_FOLDER,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "evals" / "results"
@@ -55,12 +61,14 @@ FIRST = RESULTS / FIRST_ANSWER_FOLDER / FIRST_ANSWER / "draft-first"
 # the first draft-first runs, with the first router (comparisons, choices and unsure drafts
 # planned; confident chains kept their draft): the record the current router is paired with
 EARLIER = str(RESULTS / "v5" / "{slice}" / "draft-first")
+# the current router's runs before the residual last hop (v6), paired with the current ones
+BEFORE_RESIDUAL = str(RESULTS / "v6" / "{slice}" / "draft-first")
 # the findings step inside draft-first, A/B'd on tuning slices (their first N questions): the
 # reader reading each hop (the default) against one batched call a round (v4's ``full``)
 FINDINGS_AB = {"tune/musique": 30, "tune/2wiki": 20}
 FINDINGS_ARMS = (
-    str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first"),
-    str(RESULTS / DRAFT_FOLDER / "{slice}" / "draft-first-batched"),
+    str(RESULTS / DRAFT_TUNE_FOLDER / "{slice}" / "draft-first"),
+    str(RESULTS / DRAFT_TUNE_FOLDER / "{slice}" / "draft-first-batched"),
 )
 FIRST_QUESTIONS = CHAINS_SUITE.slices[FIRST_ANSWER].limit  # 30
 
@@ -342,6 +350,7 @@ def build(
     first: Path = FIRST,
     *,
     earlier: str | None = EARLIER,
+    before_residual: str | None = BEFORE_RESIDUAL,
     findings: tuple[str, str] | None = FINDINGS_ARMS,
     slices: Sequence[str] = SLICES,
     resamples: int = DEFAULT_RESAMPLES,
@@ -350,11 +359,13 @@ def build(
 ) -> dict[str, Any]:
     """The results for every slice (``before`` and ``after`` are folder patterns holding
     ``{slice}``) and the first-answer run; with ``earlier`` (a pattern too), ``after`` paired
-    with the earlier router's draft-first run of each slice as well; with ``findings`` (the
+    with the earlier router's draft-first run of each slice as well (and with
+    ``before_residual``, the current router's runs before the residual hop); with ``findings`` (the
     reader and batched arms' patterns), the findings-call A/B on the tuning slices."""
     results: dict[str, Any] = {}
     replays: dict[str, Any] = {}
     earlier_router: dict[str, Any] = {}
+    residual: dict[str, Any] = {}
     for key in slices:
         questions = CHAINS_SUITE.slices[key].limit
         full, drafted = Path(before.format(slice=key)), Path(after.format(slice=key))
@@ -370,6 +381,11 @@ def build(
             earlier_router[key] = compare_rows(
                 rows_of(first_run), new, first_run, drafted, questions, labels=labels, **kw
             )
+        if before_residual:
+            v6 = Path(before_residual.format(slice=key))
+            labels = ("before the residual hop", "draft-first")
+            residual[key] = compare_rows(rows_of(v6), new, v6, drafted, questions, labels=labels,
+                                         **kw)  # fmt: skip
         if progress:
             note = f" ({entry['missing']})" if entry.get("missing") else ""
             print(f"{key}: {entry['n']} paired questions{note}", file=sys.stderr, flush=True)
@@ -378,6 +394,8 @@ def build(
         results["findings_ab"] = findings_ab(findings, resamples=resamples, seed=seed)
     if earlier:
         results["earlier_router"] = earlier_router
+    if before_residual:
+        results["before_residual"] = residual
     timing = first_answer(first)
     results["first_answer"] = {**timing, "targets": _targets_json(first_targets(timing))}
     results["first_answer_median_s"] = timing["first_answer_median_s"]
@@ -445,27 +463,30 @@ def findings_ab_lines(ab: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def earlier_router_lines(
-    earlier: Mapping[str, Mapping[str, Any]], slices: Sequence[str]
+def paired_runs_lines(
+    section: Mapping[str, Mapping[str, Any]],
+    slices: Sequence[str],
+    *,
+    title: str,
+    text: str,
+    names: tuple[str, str],
 ) -> list[str]:
-    """The current draft-first runs paired with the first router's (``EARLIER``)."""
-    if not earlier:
+    """A section pairing the current draft-first runs with earlier ones (``names``: the two
+    runs' column names, earlier first)."""
+    if not section:
         return []
     lines = [
         "",
-        "## Against the first router",
+        f"## {title}",
         "",
-        "The first draft-first runs (`evals/results/v5/<slice>/draft-first`, at 55a7059) "
-        "planned comparisons, choices and unsure drafts only; a chain whose draft was sure "
-        "kept it. The current runs (`v6`) plan every chain too "
-        "(`HOPTREE_PLANNER__ROUTER_SHAPES`). ΔF1: current minus first, paired.",
+        text,
         "",
-        "| slice | paired | F1 first router | F1 current | ΔF1 [95% CI] | W/L "
-        "| median s first | median s current | escalated (current) |",
+        f"| slice | paired | F1 {names[0]} | F1 {names[1]} | ΔF1 [95% CI] | W/L "
+        f"| median s {names[0]} | median s {names[1]} | escalated ({names[1]}) |",
         "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for key in slices:
-        s = earlier.get(key)
+        s = section.get(key)
         if not s or s["f1_delta"] is None:
             lines.append(f"| {key} | 0 | n/a | n/a | n/a | n/a | n/a | n/a | n/a |")
             continue
@@ -477,6 +498,40 @@ def earlier_router_lines(
             f"{_number(s['median_s_before'])} | {_number(s['median_s_after'])} | {share} |"
         )
     return lines
+
+
+def earlier_router_lines(
+    earlier: Mapping[str, Mapping[str, Any]], slices: Sequence[str]
+) -> list[str]:
+    """The current draft-first runs paired with the first router's (``EARLIER``)."""
+    return paired_runs_lines(
+        earlier,
+        slices,
+        title="Against the first router",
+        text="The first draft-first runs (`evals/results/v5/<slice>/draft-first`, at 55a7059) "
+        "planned comparisons, choices and unsure drafts only; a chain whose draft was sure "
+        f"kept it. The current runs (`{DRAFT_FOLDER}`) plan every chain too "
+        "(`HOPTREE_PLANNER__ROUTER_SHAPES`). ΔF1: current minus first, paired.",
+        names=("first router", "current"),
+    )
+
+
+def before_residual_lines(
+    residual: Mapping[str, Mapping[str, Any]], slices: Sequence[str]
+) -> list[str]:
+    """The current draft-first runs paired with the same router's before the residual last
+    hop (``BEFORE_RESIDUAL``)."""
+    return paired_runs_lines(
+        residual,
+        slices,
+        title="Before the residual last hop",
+        text="The current router's runs before the residual last hop "
+        "(`evals/results/v6/<slice>/draft-first`, e7a6100) against the current runs "
+        f"(`{DRAFT_FOLDER}`, bf9d1b8): `HOPTREE_PLANNER__RESIDUAL_HOP` on, and a resolved "
+        "chain's end grounding its answer (54a43ce; the replay section above estimates that "
+        "fix alone). ΔF1: current minus before, paired.",
+        names=("before", "current"),
+    )
 
 
 def replay_lines(replay: Mapping[str, Mapping[str, Any]], slices: Sequence[str]) -> list[str]:
@@ -514,7 +569,8 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
         "# Draft first against today's planner (issue 53)",
         "",
         "Written by `python benchmarks/draft_first.py` from the committed rows (no model call). "
-        "Each report slice's `draft-first` run (`evals/results/v5/<slice>/draft-first`) is "
+        f"Each report slice's `draft-first` run (`evals/results/{DRAFT_FOLDER}/<slice>/"
+        "draft-first`) is "
         "paired by question id with today's `full` run (`evals/results/v4/<slice>/full`). ΔF1: "
         "draft-first minus full, points, paired 95% bootstrap interval (`evals/paired.py`); "
         "W/L: questions draft-first scored more / less. Seconds: the rows' medians. Escalated: "
@@ -561,6 +617,7 @@ def markdown(results: Mapping[str, Any], slices: Sequence[str] = SLICES) -> str:
             f"{_verdict(t['met'])} |"
         )
     lines += earlier_router_lines(results.get("earlier_router") or {}, slices)
+    lines += before_residual_lines(results.get("before_residual") or {}, slices)
     lines += replay_lines(results.get("chain_end_replay") or {}, slices)
     lines += findings_ab_lines(results.get("findings_ab") or {})
     notes = [(key, results[key].get("missing")) for key in slices]

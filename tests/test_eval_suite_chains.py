@@ -197,9 +197,10 @@ def test_run_child_adds_its_environment_to_this_processs(
 def test_the_draft_stage_writes_beside_the_suites_folder_and_resumes_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--stage draft``: draft-first on the three report slices, in ``v6`` beside ``v4`` (so
-    v4's comparisons keep the code they were made with; ``v5`` holds the first router's); the
-    first-answer run is HotpotQA _a 1-30 in ``v5``."""
+    """``--stage draft``: draft-first on the three report slices, in ``v7`` beside ``v4`` (so
+    v4's comparisons keep the code they were made with; ``v5`` holds the first router's, ``v6``
+    the current router's before the residual hop and its tuning runs); the first-answer run is
+    HotpotQA _a 1-30 in ``v5``."""
     runs = suite_runs(["draft"], suite=CHAINS_SUITE)
     assert [(r.dataset, r.pipeline) for r in runs] == [
         ("hotpotqa_b", "draft-first"),
@@ -207,7 +208,7 @@ def test_the_draft_stage_writes_beside_the_suites_folder_and_resumes_there(
         ("musique", "draft-first"),
     ]
     v4 = tmp_path / "evals" / "results" / "v4"
-    assert runs[2].out_dir(v4) == tmp_path / "evals" / "results" / "v6" / "musique" / "draft-first"
+    assert runs[2].out_dir(v4) == tmp_path / "evals" / "results" / "v7" / "musique" / "draft-first"
     args = runs[2].eval_args(Path("d"), v4)
     assert args[args.index("--offset") + 1] == "87" and args[-1] == str(runs[2].out_dir(v4))
     (first,) = suite_runs(["first-answer"], suite=CHAINS_SUITE)
@@ -220,7 +221,7 @@ def test_the_draft_stage_writes_beside_the_suites_folder_and_resumes_there(
     monkeypatch.chdir(tmp_path)
     data = tmp_path / "data"
     data_files(data)
-    write_rows(runs[0].out_dir(v4), 100)  # the v6 run is finished; v4 holds no draft-first
+    write_rows(runs[0].out_dir(v4), 100)  # the v7 run is finished; v4 holds no draft-first
     write_rows(v4 / "2wiki" / "draft-first", 163)  # in the wrong folder: not this stage's run
     calls: list[list[str]] = []
     monkeypatch.setattr("evals.suite.execute_cli", lambda args, env=None: calls.append(args) or 0)
@@ -229,7 +230,7 @@ def test_the_draft_stage_writes_beside_the_suites_folder_and_resumes_there(
     assert result.exit_code == 0, result.output
     outs = [c[c.index("--out") + 1] for c in calls if c[:2] == ["eval", "run"]]
     assert outs == [
-        str(Path("evals/results/v6/2wiki/draft-first")),
-        str(Path("evals/results/v6/musique/draft-first")),
+        str(Path("evals/results/v7/2wiki/draft-first")),
+        str(Path("evals/results/v7/musique/draft-first")),
     ]
-    assert "hotpotqa_b (v6)" in result.output
+    assert "hotpotqa_b (v7)" in result.output
