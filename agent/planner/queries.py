@@ -210,6 +210,13 @@ def residual_query(
     return None
 
 
+def _links(queries: list[str]) -> list[set[int]]:
+    """For each planned query, the 0-based earlier queries it builds on: its ``#n`` and the
+    repeated words ``implicit_refs`` reads as one."""
+    linked = [implicit_refs(q, queries[:i]) for i, q in enumerate(queries)]
+    return [{int(n) - 1 for n in REF.findall(q)} for q in linked]
+
+
 def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> list[tuple[str, str]]:
     """A chain's last hop asked as the question itself, with the description an earlier query
     resolves replaced by its ``#n``. Measured on MuSiQue's tuning plans (the planning
@@ -225,9 +232,7 @@ def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> lis
     if not pairs or len(pairs) >= limit:
         return pairs
     queries = [q for q, _ in pairs]
-    linked = [implicit_refs(q, queries[:i]) for i, q in enumerate(queries)]
-    needs = [{int(n) - 1 for n in REF.findall(q)} for q in linked]
-    found = residual_query(queries, needs, question)
+    found = residual_query(queries, _links(queries), question)
     if found is None:
         return pairs
     key = query_key(found[1])
@@ -331,21 +336,21 @@ def unfold_plan(
         previous: int | None = None
         for part in parts:
             text = REF.sub(lambda m: _moved_ref(m, moved), part)
-            link = set() if previous is None else {previous}
             if previous is not None:
                 text = text.replace(UNFOLDED, f"#{previous + 1}")
             refs = {int(n) - 1 for n in REF.findall(text)} - {-1}
             # the original query's links go to the innermost part (which holds its ``#n``)
-            part_needs = (before if previous is None else link) | refs
+            part_needs = (before if previous is None else {previous}) | refs
             key = query_key(text)
             if key in keys:  # planned already, maybe as a part of a query before it
                 previous = keys[key]
                 continue
-            keys.setdefault(key, len(out))
+            keys[key] = len(out)
             out.append(text)
             out_needs.append(part_needs)
             previous = len(out) - 1
-        moved[i] = previous if previous is not None else len(out) - 1
+        assert previous is not None  # ``unfold_query`` returns one part at least
+        moved[i] = previous
     return out, out_needs
 
 
@@ -353,9 +358,7 @@ def unfolded(pairs: list[tuple[str, str]], question: str, limit: int) -> list[tu
     """The decompose node's (query, key) pairs with folded chains unfolded (``unfold_plan``;
     links are the ``#n`` the queries write, and the repeated words ``implicit_refs`` reads)."""
     queries = [q for q, _ in pairs]
-    linked = [implicit_refs(q, queries[:i]) for i, q in enumerate(queries)]
-    needs = [{int(n) - 1 for n in REF.findall(q)} for q in linked]
-    texts, _ = unfold_plan(queries, needs, question, limit)
+    texts, _ = unfold_plan(queries, _links(queries), question, limit)
     return pairs if texts == queries else [(t, query_key(t)) for t in texts]
 
 
