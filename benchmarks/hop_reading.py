@@ -322,9 +322,13 @@ async def read_findings(chat: BaseChatModel, item: HopItem, scope: RunScope) -> 
     return Read(first.answer, cited)
 
 
-async def _read_as_question(chat: BaseChatModel, item: HopItem, text: str, scope: RunScope) -> Read:
-    """One-call RAG's reader asked the hop over ``text`` (numbered passages)."""
-    reply = await read_short_answer(chat, item.text, text, scope=scope, step="read")
+async def _read_as_question(
+    chat: BaseChatModel, item: HopItem, text: str, scope: RunScope, question: str = ""
+) -> Read:
+    """One-call RAG's reader asked the hop (or ``question``) over ``text`` (numbered
+    passages)."""
+    asked = question or item.text
+    reply = await read_short_answer(chat, asked, text, scope=scope, step="read")
     return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
 
 
@@ -391,8 +395,7 @@ def as_question(text: str) -> str:
 async def read_reader_asked(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
     """One-call RAG's reader over the same passages, the hop asked as a question."""
     asked = as_question(item.text)
-    reply = await read_short_answer(chat, asked, shown_text(item), scope=scope, step="read")
-    read = Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+    read = await _read_as_question(chat, item, shown_text(item), scope, asked)
     read.detail = {"asked": asked}
     return read
 
@@ -401,15 +404,15 @@ async def read_reader_recheck(chat: BaseChatModel, item: HopItem, scope: RunScop
     """One-call RAG's reader; when its span restates the hop's subject (or is empty), asked
     once more with that span ruled out."""
     text = shown_text(item)
-    first = await read_short_answer(chat, item.text, text, scope=scope, step="read")
-    answer = " ".join(first.value.answer.split()) if first.value else ""
+    first = await _read_as_question(chat, item, text, scope)
+    answer = " ".join(first.answer.split())
     if answer and not restates(answer, item.text):
         return Read(answer)
     again = f"{item.text} (not {answer})" if answer else item.text
-    second = await read_short_answer(chat, again, text, scope=scope, step="read")
-    if second.value is None:
-        return Read(answer, calls=2, error=str(second.error), detail={"first": answer})
-    return Read(second.value.answer, calls=2, detail={"first": answer})
+    second = await _read_as_question(chat, item, text, scope, again)
+    if second.error:
+        return Read(answer, calls=2, error=second.error, detail={"first": answer})
+    return replace(second, calls=2, detail={"first": answer})
 
 
 def each_passage(asked: Callable[[str], str]) -> Arm:
