@@ -30,6 +30,15 @@ def passages_index(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseInd
     return idx
 
 
+def tiny_index(
+    tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[str, str, str]]
+) -> TantivySparseIndex:
+    """A real tantivy index over a module's own (id, title, text) passages."""
+    index = TantivySparseIndex.create(tmp_path_factory.mktemp(name) / "sparse")
+    index.add([Passage(pid, title, text, {}) for pid, title, text in rows])
+    return index
+
+
 class KeywordSearcher:
     """BM25 on the query as written; no LLM, so the test controls every model call."""
 

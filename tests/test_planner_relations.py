@@ -9,9 +9,16 @@ from langchain_core.messages import BaseMessage
 from agent.planner.relations import relation_plan
 from agent.settings import PlannerSettings
 from agent.trace_lines import progress_line
-from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.planner_scripts import KeywordSearcher, agent_with, finding, number_any, reply, user_text
+from tests.planner_scripts import (
+    KeywordSearcher,
+    agent_with,
+    finding,
+    number_any,
+    reply,
+    tiny_index,
+    user_text,
+)
 from tests.routed_chat import RoutedChatModel
 
 
@@ -71,9 +78,7 @@ QUESTION = "Who is the maternal grandfather of Elin Sarrow?"
 
 @pytest.fixture(scope="module")
 def family(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
-    index = TantivySparseIndex.create(tmp_path_factory.mktemp("family") / "sparse")
-    index.add([Passage(pid, title, text, {}) for pid, title, text in FAMILY])
-    return index
+    return tiny_index(tmp_path_factory, "family", FAMILY)
 
 
 def family_chat() -> RoutedChatModel:

@@ -11,9 +11,16 @@ from langchain_core.messages import BaseMessage
 
 from agent.planner.queries import clean_queries, residual_hop, residual_query
 from agent.settings import PlannerSettings
-from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.planner_scripts import KeywordSearcher, agent_with, finding, number_any, reply, user_text
+from tests.planner_scripts import (
+    KeywordSearcher,
+    agent_with,
+    finding,
+    number_any,
+    reply,
+    tiny_index,
+    user_text,
+)
 from tests.routed_chat import RoutedChatModel
 
 QUESTION = "Where did the author of The Lantern Atlas think Venus was in relation to the sun?"
@@ -96,9 +103,7 @@ ATLAS = [
 
 @pytest.fixture(scope="module")
 def atlas(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
-    index = TantivySparseIndex.create(tmp_path_factory.mktemp("atlas") / "sparse")
-    index.add([Passage(pid, title, text, {}) for pid, title, text in ATLAS])
-    return index
+    return tiny_index(tmp_path_factory, "atlas", ATLAS)
 
 
 def atlas_chat() -> RoutedChatModel:

@@ -10,9 +10,16 @@ from langchain_core.messages import BaseMessage
 
 from agent.planner.queries import clean_queries, unfold_plan, unfold_query, unfolded
 from agent.settings import PlannerSettings
-from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.planner_scripts import KeywordSearcher, agent_with, finding, number_any, reply, user_text
+from tests.planner_scripts import (
+    KeywordSearcher,
+    agent_with,
+    finding,
+    number_any,
+    reply,
+    tiny_index,
+    user_text,
+)
 from tests.routed_chat import RoutedChatModel
 
 QUESTION = (
@@ -95,9 +102,7 @@ ORRIN = [
 
 @pytest.fixture(scope="module")
 def orrin(tmp_path_factory: pytest.TempPathFactory) -> TantivySparseIndex:
-    index = TantivySparseIndex.create(tmp_path_factory.mktemp("orrin") / "sparse")
-    index.add([Passage(pid, title, text, {}) for pid, title, text in ORRIN])
-    return index
+    return tiny_index(tmp_path_factory, "orrin", ORRIN)
 
 
 def orrin_chat() -> RoutedChatModel:
