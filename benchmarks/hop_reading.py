@@ -60,15 +60,19 @@ import prompts
 from agent.checks.escalation import answer_logprobs
 from agent.checks.evidence import support
 from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
+from agent.settings import LLMSettings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
 from searchers.hop_reader import READ_CHARS, about_order, bm25_scores, read_hop
+from searchers.hop_sentences import nearest_sentences
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
 
+# the embedded default; rows read by another model carry its name
+DEFAULT_MODEL: str = LLMSettings.model_fields["local_model"].default
 SHOWN = 3  # PlannerSettings.summary_passages: passages the findings call reads for a query
 CHARS = 350  # PlannerSettings.passage_chars
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -464,6 +468,36 @@ def choose_read(reads: Sequence[dict[str, Any]], how: str = "mean") -> str:
     return str(max(good, key=sure)["answer"])
 
 
+_EMBEDDER: list[Any] = []  # the configured sentence embeddings, built on first use
+
+
+def _embedder() -> Any:
+    if not _EMBEDDER:
+        from agent.runtime.embeddings import make_embeddings
+        from agent.settings import Settings
+
+        settings = Settings()
+        _EMBEDDER.append(make_embeddings(settings.embeddings, settings.models_dir))
+    return _EMBEDDER[0]
+
+
+def sentence_first(k: int) -> Arm:
+    """Sentence first, span second (``searchers.hop_sentences``): the ``k`` sentences of the
+    shown passages nearest the hop (MiniLM, no call) shown alone under their titles to one-call
+    RAG's reader (one call). The reader then sees the relation's own sentence without the other
+    names of its paragraph."""
+
+    async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+        chosen = await nearest_sentences(item.text, item.hits(), _embedder(), k)
+        text = numbered_passages(chosen, max_chars=READ_CHARS, query=item.text, titled=True)
+        read = await _read_as_question(chat, item, text, scope)
+        read.detail = {"sentences": [h.passage.text for h in chosen],
+                       "gold_chosen": any(h.id == item.gold_id for h in chosen)}  # fmt: skip
+        return read
+
+    return read
+
+
 ARMS: dict[str, Arm] = {
     "reader_ordered": read_reader_ordered,
     "reader_best": read_reader_best,
@@ -475,6 +509,9 @@ ARMS: dict[str, Arm] = {
     "reader_recheck": read_reader_recheck,
     "reader_each": each_passage(lambda text: text),
     "reader_each_asked": each_passage(as_question),
+    "reader_sentence": sentence_first(1),
+    "reader_sentences": sentence_first(2),
+    "reader_sentences3": sentence_first(3),
 }
 
 
@@ -525,13 +562,20 @@ async def run(
     out: Path,
     slots: int = 1,
     timeout_s: float = 300,
+    model: str = "",
 ) -> list[dict[str, Any]]:
     """Read every item under every arm not yet in ``out/rows.jsonl``; append each row as it is
-    read (a stopped run resumes where it stopped); progress lines from the first item."""
+    read (a stopped run resumes where it stopped); progress lines from the first item. A
+    ``model`` other than the default embedded one names the rows' arm ``arm@model``, so its rows
+    sit beside the default model's in one file and pair with them."""
+    tag = f"@{model}" if model and model != DEFAULT_MODEL else ""
     out.mkdir(parents=True, exist_ok=True)
     done = {_row_key(r) for r in load_rows(out)}
     todo = [
-        (a, it) for a in arms for it in items if (split, it.phrasing, shown, a, it.key) not in done
+        (a, it)
+        for a in arms
+        for it in items
+        if (split, it.phrasing, shown, a + tag, it.key) not in done
     ]
     gate = asyncio.Semaphore(max(1, slots))
     started = time.monotonic()
@@ -551,7 +595,7 @@ async def run(
                 "shown": shown,
                 "phrasing": item.phrasing,
                 **({"query_id": item.query_id, "asked": item.asked} if item.query_id else {}),
-                "arm": arm,
+                "arm": arm + tag,
                 "key": item.key,
                 "kind": item.kind,
                 "hop": item.hop,
@@ -659,7 +703,8 @@ async def read_all(
                 for shown in shown_kinds:
                     items = split_items(split, shown, sample, phrasing, rows)
                     await run(handle.model, items, arms, split=split, shown=shown, out=out,
-                              slots=settings.llm.local_parallel)  # fmt: skip
+                              slots=settings.llm.local_parallel,
+                              model=settings.llm.local_model)  # fmt: skip
 
 
 def count(splits: list[str], sample: int | None, rows: Path | None) -> list[str]:
@@ -691,10 +736,19 @@ def count(splits: list[str], sample: int | None, rows: Path | None) -> list[str]
     return lines
 
 
+def arm_name(text: str) -> str:
+    """An arm of ``ARMS``, or ``arm@model``: that arm's rows read by another model."""
+    if text.split("@", 1)[0] not in ARMS:
+        raise argparse.ArgumentTypeError(f"no arm {text!r}; arms: {', '.join(sorted(ARMS))}")
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", action="append", choices=sorted(SPLITS), required=True)
-    parser.add_argument("--arm", action="append", choices=sorted(ARMS))
+    parser.add_argument("--arm", action="append", type=arm_name,
+                        help=f"one of {', '.join(sorted(ARMS))}; ARM@MODEL names another "
+                        "model's rows (to summarize and pair)")  # fmt: skip
     parser.add_argument("--shown", action="append", choices=("mixed", "alone"))
     parser.add_argument("--sample", type=int, help="hops drawn from each split (seed 0)")
     parser.add_argument("--phrasing", action="append", choices=PHRASINGS,
@@ -724,6 +778,8 @@ def main() -> None:
     shown_kinds = args.shown or ["mixed"]
     phrasings = args.phrasing or ["gold"]
     if not args.summary:
+        if any("@" in a for a in args.arm):
+            cli.error("ARM@MODEL only summarizes: read with HOPTREE_LLM__LOCAL_MODEL=MODEL")
         asyncio.run(read_all(args.split, shown_kinds, args.arm, args.sample, args.out,
                              phrasings, args.rows))  # fmt: skip
     rows = load_rows(args.out)

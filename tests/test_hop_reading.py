@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from evals.datasets import EvalQuestion, GoldHop
 from tests.benchmark_module import load_benchmark
@@ -284,3 +285,66 @@ def test_each_passage_is_read_alone(bench: ModuleType, tmp_path: Path) -> None:
     assert len(seen) == 3 and all(text.count("[1]") == 1 and "[2]" not in text for text in seen)
     assert rows[0]["answer"] == "Caroline Boyer" and rows[0]["em"] == 1
     assert rows[0]["calls"] == 3 and len(rows[0]["detail"]["reads"]) == 3
+
+
+class WordEmbeddings(Embeddings):
+    """Bag-of-words vectors over a fixed vocabulary: deterministic nearness for the arm's flow."""
+
+    VOCAB = ("married", "spouse", "wife", "born", "song", "album", "city")
+
+    def _vector(self, text: str) -> list[float]:
+        words = text.casefold().replace("?", " ").split()
+        hits = [float(any(w.startswith(v) for w in words)) for v in self.VOCAB]
+        hits[0] = hits[1] = hits[2] = max(hits[0], hits[1], hits[2])  # one relation, three words
+        return hits
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_sentence_first_shows_the_nearest_sentences_alone(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "_EMBEDDER", [WordEmbeddings()])
+    item = bench.hop_items(question(), "mixed")[1]  # "Who is the spouse of Luke Bryan ?"
+    seen: list[str] = []
+
+    def read(messages: list) -> str:
+        seen.append(str(messages[-1].content))
+        return json.dumps({"answer": "Caroline Boyer"})
+
+    chat = RoutedChatModel(routes={"rag_answer": read})
+    rows = asyncio.run(
+        bench.run(chat, [item], ["reader_sentence"], split="t", shown="mixed", out=tmp_path)
+    )
+    (prompt,) = seen
+    # the spouse sentence alone, under its paragraph's title; not the rest of that paragraph
+    assert "Luke Bryan is married to Caroline Boyer." in prompt and "Luke Bryan" in prompt
+    assert "Leesburg" not in prompt and "[2]" not in prompt
+    assert rows[0]["em"] == 1 and rows[0]["detail"]["gold_chosen"] is True
+
+
+def test_rows_of_another_model_carry_its_name(bench: ModuleType, tmp_path: Path) -> None:
+    items = bench.hop_items(question(), "alone")[:1]
+    chat = RoutedChatModel(routes={"rag_answer": json.dumps({"answer": "Luke Bryan"})})
+    small = "qwen2.5-coder-0.5b"
+    rows = asyncio.run(
+        bench.run(chat, items, ["reader"], split="t", shown="alone", out=tmp_path, model=small)
+    )
+    assert rows[0]["arm"] == f"reader@{small}"
+    # the default model's rows of the same arm are still to read; the small model's are not
+    again = asyncio.run(
+        bench.run(chat, items, ["reader"], split="t", shown="alone", out=tmp_path, model=small)
+    )
+    model = bench.DEFAULT_MODEL
+    default = asyncio.run(
+        bench.run(chat, items, ["reader"], split="t", shown="alone", out=tmp_path, model=model)
+    )
+    assert again == [] and [r["arm"] for r in default] == ["reader"]
+    assert set(bench.summarize(bench.load_rows(tmp_path))) == {
+        "t/alone/reader",
+        f"t/alone/reader@{small}",
+    }
