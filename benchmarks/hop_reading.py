@@ -481,14 +481,14 @@ def _embedder() -> Any:
     return _EMBEDDER[0]
 
 
-def sentence_first(k: int) -> Arm:
+def sentence_first(k: int, lead: bool = False) -> Arm:
     """Sentence first, span second (``searchers.hop_sentences``): the ``k`` sentences of the
     shown passages nearest the hop (MiniLM, no call) shown alone under their titles to one-call
     RAG's reader (one call). The reader then sees the relation's own sentence without the other
     names of its paragraph."""
 
     async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-        chosen = await nearest_sentences(item.text, item.hits(), _embedder(), k)
+        chosen = await nearest_sentences(item.text, item.hits(), _embedder(), k, lead=lead)
         text = numbered_passages(chosen, max_chars=READ_CHARS, query=item.text, titled=True)
         read = await _read_as_question(chat, item, text, scope)
         read.detail = {"sentences": [h.passage.text for h in chosen],
@@ -512,6 +512,7 @@ ARMS: dict[str, Arm] = {
     "reader_sentence": sentence_first(1),
     "reader_sentences": sentence_first(2),
     "reader_sentences3": sentence_first(3),
+    "reader_sentences_lead": sentence_first(2, lead=True),
 }
 
 

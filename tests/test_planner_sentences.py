@@ -116,3 +116,19 @@ def test_nearest_sentences_keep_their_passage() -> None:
     empty = [Hit(Passage("p0", "Empty", "", {}), 1.0)]
     assert asyncio.run(nearest_sentences("spouse", empty, WordEmbeddings())) == empty
     assert asyncio.run(nearest_sentences("spouse", hits, WordEmbeddings(), 0)) == hits
+
+
+def test_the_lead_sentence_of_the_nearest_passage_comes_along() -> None:
+    hits = [Hit(Passage(pid, title, text, {}), 1.0) for pid, title, text in ROWS]
+    plain = asyncio.run(nearest_sentences("spouse of Luke Bryan", hits, WordEmbeddings(), 1))
+    led = asyncio.run(
+        nearest_sentences("spouse of Luke Bryan", hits, WordEmbeddings(), 1, lead=True)
+    )
+    assert [h.text for h in plain] == ["Luke Bryan is married to Caroline Boyer."]
+    assert [h.text for h in led] == [
+        "Luke Bryan is married to Caroline Boyer.",
+        "Luke Bryan is a singer from Georgia.",
+    ]
+    # a lead sentence already chosen is not shown twice
+    singer = asyncio.run(nearest_sentences("singer", hits, WordEmbeddings(), 1, lead=True))
+    assert [h.text for h in singer] == ["Luke Bryan is a singer from Georgia."]

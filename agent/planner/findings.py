@@ -27,7 +27,7 @@ from agent.planner.state import (
 )
 from agent.planner.trace import emit
 from searchers.hop_reader import READ_CHARS
-from searchers.hop_sentences import nearest_sentences
+from searchers.hop_sentences import FINDINGS_LEAD, nearest_sentences
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import ReaderReply, read_short_answer
 from searchers.searcher import BudgetExceeded, RunScope
@@ -120,7 +120,7 @@ async def read_query(
     ``embeddings`` (``findings_call="sentences"``), over only the sentences of those passages
     nearest the query (``searchers.hop_sentences``)."""
     if embeddings is not None:
-        hits = await nearest_sentences(query, hits, embeddings)
+        hits = await nearest_sentences(query, hits, embeddings, lead=FINDINGS_LEAD)
         chars = READ_CHARS
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
     return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
