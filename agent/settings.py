@@ -287,7 +287,9 @@ class PlannerSettings(BaseModel):
     # 2Wiki report 58.3 against 48.3, in about two thirds of the seconds; so the default.
     # sentences (searchers/hop_sentences.py): the reader shown only the two sentences of the
     # query's passages nearest it by embedding; 48.9% against 43.3% on 90 clean MuSiQue
-    # tuning hops, level on the planner's own phrasings (30.6% both), at ~60% of the seconds.
+    # tuning hops, level on the planner's own phrasings (30.6% both), at ~60% of the seconds;
+    # end to end +6.7 F1 on MuSiQue tuning 1-30 and -7.5 on 2Wiki tuning 1-20 (3 won, 5 lost),
+    # so not the default (evals/results/v8/tune/*/sentences-ab.md).
     findings_call: Literal["batched", "reader", "sentences"] = Field(
         "reader",
         description="batched = one JSON call a round for all its queries; reader = one "

@@ -11,10 +11,14 @@ s a read against 5.8; the two sentences hold the hop's answer for 72 of the 90. 
 the planner phrased them it read as many right as the windows (30.6%, 4 won, 4 lost), still at
 about 60% of the seconds.
 
-End to end inside draft-first on the MuSiQue tuning questions it gained +6.7 F1 on 1-30 and
-+7.1 on the 27 of 3-4 hops with a fifth fewer prompt tokens, so the planner reads this way by
-default (``PlannerSettings.findings_call="sentences"``) when its index has embeddings; the
-choice costs no model call (one embedding batch of the shown passages' sentences)."""
+The planner reads this way with ``PlannerSettings.findings_call="sentences"`` when its index
+has embeddings (the choice costs no model call: one embedding batch of the shown passages'
+sentences). Not the default: end to end inside draft-first it gained on the MuSiQue tuning
+questions (+6.7 F1 on 1-30, +7.1 on the 27 of 3-4 hops, a fifth fewer prompt tokens) and lost
+on 2Wiki's (-7.5 on 1-20, 3 won, 5 lost), where a hop's relation ("date of death", "place of
+birth", "spouse") sits in its subject's paragraph, which the windows read whole around the
+relation's words, while the nearest sentences came from a neighbour or missed it
+(``evals/results/v8/tune/*/sentences-ab.md``)."""
 
 from __future__ import annotations
 
