@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import re
@@ -468,17 +469,15 @@ def choose_read(reads: Sequence[dict[str, Any]], how: str = "mean") -> str:
     return str(max(good, key=sure)["answer"])
 
 
-_EMBEDDER: list[Any] = []  # the configured sentence embeddings, built on first use
-
-
+@functools.cache
 def _embedder() -> Any:
-    if not _EMBEDDER:
-        from agent.runtime.embeddings import make_embeddings
-        from agent.settings import Settings
+    """The configured sentence embeddings, built on first use (only the sentence arms need
+    them)."""
+    from agent.runtime.embeddings import make_embeddings
+    from agent.settings import Settings
 
-        settings = Settings()
-        _EMBEDDER.append(make_embeddings(settings.embeddings, settings.models_dir))
-    return _EMBEDDER[0]
+    settings = Settings()
+    return make_embeddings(settings.embeddings, settings.models_dir)
 
 
 def sentence_first(k: int, lead: bool = False) -> Arm:

@@ -9,10 +9,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from langchain_core.embeddings import Embeddings
 
 from evals.datasets import EvalQuestion, GoldHop
 from tests.benchmark_module import load_benchmark
+from tests.planner_scripts import WordEmbeddings
 from tests.routed_chat import RoutedChatModel
 
 PARAGRAPHS = [
@@ -287,28 +287,10 @@ def test_each_passage_is_read_alone(bench: ModuleType, tmp_path: Path) -> None:
     assert rows[0]["calls"] == 3 and len(rows[0]["detail"]["reads"]) == 3
 
 
-class WordEmbeddings(Embeddings):
-    """Bag-of-words vectors over a fixed vocabulary: deterministic nearness for the arm's flow."""
-
-    VOCAB = ("married", "spouse", "wife", "born", "song", "album", "city")
-
-    def _vector(self, text: str) -> list[float]:
-        words = text.casefold().replace("?", " ").split()
-        hits = [float(any(w.startswith(v) for w in words)) for v in self.VOCAB]
-        hits[0] = hits[1] = hits[2] = max(hits[0], hits[1], hits[2])  # one relation, three words
-        return hits
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
-
-
 def test_sentence_first_shows_the_nearest_sentences_alone(
     bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bench, "_EMBEDDER", [WordEmbeddings()])
+    monkeypatch.setattr(bench, "_embedder", WordEmbeddings)
     item = bench.hop_items(question(), "mixed")[1]  # "Who is the spouse of Luke Bryan ?"
     seen: list[str] = []
 

@@ -17,7 +17,13 @@ from agent.settings import BudgetSettings, PlannerSettings
 from searchers.hop_sentences import nearest_sentences
 from searchers.passages import Hit, Passage
 from searchers.sparse_tantivy import TantivySparseIndex
-from tests.planner_scripts import KeywordSearcher, reply, tiny_index, user_text
+from tests.planner_scripts import (
+    KeywordSearcher,
+    WordEmbeddings,
+    reply,
+    tiny_index,
+    user_text,
+)
 from tests.routed_chat import RoutedChatModel
 
 ROWS = [
@@ -27,23 +33,6 @@ ROWS = [
      "Jeff Stevens and Jody Stevens."),
 ]  # fmt: skip
 QUESTION = "Who is the spouse of Luke Bryan?"
-
-
-class WordEmbeddings(Embeddings):
-    """Bag-of-words vectors over a small vocabulary (the spouse words one dimension): which
-    sentence is nearest a query is then known to the test."""
-
-    VOCAB = (("spouse", "married", "wife"), ("born",), ("song",), ("singer",))
-
-    def _vector(self, text: str) -> list[float]:
-        words = text.casefold().replace("?", " ").replace(".", " ").split()
-        return [float(any(w.startswith(v) for w in words for v in group)) for group in self.VOCAB]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 @pytest.fixture(scope="module")
