@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evals.catalogue import PIPELINES
 from evals.compare import (
     Comparison,
     compare_columns,
@@ -33,11 +34,7 @@ from evals.compare import (
     write_comparison_plots,
 )
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, PairedComparison, gains_table
-from evals.pipelines import (
-    DEFAULT_CONTEXT_TOKENS,
-    DEFAULT_K,
-    PIPELINES,
-)
+from evals.pipelines import DEFAULT_CONTEXT_TOKENS, DEFAULT_K
 from evals.quality.pipelines import QUALITY_PIPELINES
 from evals.report import REPORT_FILE, ReportError
 from evals.run_directory import RunConfig

@@ -22,7 +22,8 @@ chat model over a tiny real index, and the CLI with the real model behind the LL
 
 Why one module of this length: it is the catalogue ``hoptree eval pipelines`` lists, read top to
 bottom: the contract (``EvalContext``, ``PipelineOutput``, ``PipelineSpec``), the helpers every
-pipeline shares, the pipelines, and ``PIPELINES`` naming them; moving the planner's pipelines
+pipeline shares, the pipelines, and ``HOPTREE_PIPELINES`` naming them (``evals.catalogue`` adds
+the peers); moving the planner's pipelines
 out would push the contract into a third module that every importer would have to learn.
 """
 
@@ -86,6 +87,7 @@ class PipelineOutput:
     error: str | None = None  # the question failed: no prediction
     warnings: list[str] = field(default_factory=list)  # degraded, still answered
     planner: dict[str, Any] | None = None  # what the planner did (``planner_record``)
+    peer: dict[str, Any] | None = None  # what a peer pipeline did (``evals.peers``)
 
 
 @dataclass
@@ -521,7 +523,7 @@ def draft_record(result: AskResult) -> dict[str, Any]:
 
 _PLANNER_SEARCHERS = ("sparse", "dense")
 
-PIPELINES: dict[str, PipelineSpec] = {
+HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
     spec.name: spec
     for spec in [
         PipelineSpec("no-retrieval", "closed book: the model's own knowledge", (), _no_retrieval),
@@ -605,10 +607,3 @@ PIPELINES: dict[str, PipelineSpec] = {
         ),
     ]
 }
-
-
-def get_pipeline(name: str) -> PipelineSpec:
-    try:
-        return PIPELINES[name]
-    except KeyError:
-        raise PipelineError(f"unknown pipeline {name!r}; known: {', '.join(PIPELINES)}") from None

@@ -188,6 +188,8 @@ def run_fields(output: Any) -> dict[str, Any]:
     """The end of every details row, whatever the dataset: what the question cost, what went
     wrong, the planner's record if a planner ran, and which code made the row."""
     planner = {"planner": output.planner} if output.planner is not None else {}
+    if getattr(output, "peer", None) is not None:
+        planner["peer"] = output.peer
     # the server's clock, when it kept one (llama.cpp does; OpenAI does not)
     server = {
         "cached_prompt_tokens": getattr(output, "cached_prompt_tokens", 0),

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.settings import Settings
+from evals.catalogue import get_pipeline
 from evals.datasets import DatasetError, resolve_format
 from evals.pipelines import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_K,
     EvalContext,
     PipelineError,
-    get_pipeline,
 )
 from evals.quality.pipelines import get_quality_pipeline
 from evals.run_directory import EvalRunError, RunConfig

@@ -44,6 +44,7 @@ from rich.progress import (
 
 from agent.runtime.usage import StepUsage
 from evals.aggregate import aggregate
+from evals.catalogue import get_pipeline
 from evals.corpora import (
     Corpus,
     CorpusSetupError,
@@ -68,7 +69,6 @@ from evals.pipelines import (
     PipelineOutput,
     PipelineSpec,
     SpentError,
-    get_pipeline,
     planner_overrides,
     planner_values,
     usage_output,

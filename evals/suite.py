@@ -27,8 +27,8 @@ from pathlib import Path
 from types import FrameType
 
 from agent.settings import Settings
+from evals.catalogue import PIPELINES
 from evals.corpora import TREE_SUBDIR, eval_index_dir
-from evals.pipelines import PIPELINES
 from evals.report import DETAILS_FILE, METRICS_FILE
 from evals.scoreboard import SliceScore, Targets, scoreboard_markdown, slice_score
 from searchers.corpus import file_sha256

@@ -15,7 +15,7 @@ import pytest
 from agent.settings import Settings
 from evals.corpora import CorpusSetupError
 from evals.datasets import load_questions
-from evals.pipelines import PIPELINES
+from evals.pipelines import HOPTREE_PIPELINES as PIPELINES
 from evals.run_directory import RunConfig
 from evals.runner import run_eval
 from tests.eval_script import (
@@ -182,7 +182,7 @@ async def test_the_oracle_shares_one_call_rags_characters_among_the_gold_paragra
 ) -> None:
     from evals.corpora import Corpus
     from evals.datasets import EvalQuestion
-    from evals.pipelines import PIPELINES
+    from evals.pipelines import HOPTREE_PIPELINES as PIPELINES
     from searchers.corpus import paragraph_id
 
     long_text = " ".join(
