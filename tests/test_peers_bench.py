@@ -1,0 +1,104 @@
+"""``benchmarks/peers.py`` on small synthetic run folders: each peer paired with hoptree's
+default by question id (hoptree minus the peer), the plumbing check (``bm25`` against
+``peer-standard``), slices or runs missing, and the interleaved order of the runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.benchmark_module import load_benchmark
+
+peers = load_benchmark("peers")
+
+
+def row(qid: str, f1: float, seconds: float = 10.0, calls: int = 2) -> dict[str, Any]:
+    return {
+        "id": qid,
+        "f1": f1,
+        "em": float(f1 == 1.0),
+        "seconds": seconds,
+        "llm_calls": calls,
+        "prompt_tokens": 100 * calls,
+        "error": None,
+    }
+
+
+def write_run(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "details.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_peer(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "hotpotqa_b"
+    # hoptree: q0..q3 = 1, 0, 1, 0.5 (q9 only hoptree has: left out); the peer, written in
+    # another order: q3 0.5, q2 0, q1 1, q0 0 -> +1, -1, +1, 0: two wins, one loss, +25 points
+    write_run(
+        folder / "draft-first",
+        [row(f"q{i}", f, 20.0) for i, f in enumerate([1, 0, 1, 0.5])] + [row("q9", 1.0)],
+    )
+    write_run(
+        folder / "peer-ircot",
+        [
+            row("q3", 0.5, 30.0, 5),
+            row("q2", 0.0, 30.0, 5),
+            row("q1", 1.0, 40.0, 3),
+            row("q0", 0.0, 50.0, 5),
+        ],
+    )
+    data = peers.report(tmp_path)
+    ircot = data["hotpotqa_b"]["peer-ircot"]
+    assert ircot["n"] == 4
+    assert ircot["delta"] == 25.0 and (ircot["wins"], ircot["losses"]) == (2, 1)
+    assert ircot["f1"] == 37.5 and ircot["hoptree_f1"] == 62.5
+    assert ircot["ci_low"] <= 25.0 <= ircot["ci_high"]
+    assert ircot["median_s"] == 35.0 and ircot["hoptree_median_s"] == 20.0
+    assert ircot["median_calls"] == 5 and ircot["median_prompt_tokens"] == 500
+    assert "plumbing" not in data["hotpotqa_b"]  # no peer-standard, no bm25
+    assert set(data) == {"hotpotqa_b"}  # slices without a folder are left out, not zero
+    assert "peer-ircot" in peers.markdown(data)
+
+
+def test_the_plumbing_check_pairs_hoptrees_one_call_with_flashrags(tmp_path: Path) -> None:
+    folder = tmp_path / "musique"
+    write_run(folder / "bm25", [row("a", 1.0), row("b", 0.0)])
+    write_run(folder / "peer-standard", [row("a", 1.0), row("b", 1.0)])
+    plumbing = peers.report(tmp_path)["musique"]["plumbing"]
+    assert plumbing["delta"] == -50.0 and plumbing["against"] == "bm25"
+    assert plumbing["peer"] == "peer-standard"
+
+
+def test_a_run_shares_no_question_with_hoptree_gives_no_row(tmp_path: Path) -> None:
+    folder = tmp_path / "2wiki"
+    write_run(folder / "draft-first", [row("a", 1.0)])
+    write_run(folder / "peer-react", [row("b", 1.0)])
+    assert peers.report(tmp_path) == {}
+
+
+def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
+    monkeypatch: Any,
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(peers, "pipelines_to_run", lambda names: ["draft-first", "bm25", "x"])
+
+    def call(command: list[str]) -> int:
+        calls.append(
+            (command[command.index("--pipeline") + 1], command[command.index("--limit") + 1])
+        )
+        return 0
+
+    monkeypatch.setattr(peers.subprocess, "call", call)
+    assert peers.main(["run", "--slices", "musique", "--limit", "7", "--chunk", "5"]) == 0
+    assert calls == [
+        ("draft-first", "5"),
+        ("bm25", "5"),
+        ("x", "5"),
+        ("bm25", "7"),
+        ("x", "7"),
+        ("draft-first", "7"),
+    ]
+    args = peers.run_args("musique", "bm25", 7, 2)
+    assert args[args.index("--offset") + 1] == "87"  # the report half of MuSiQue
