@@ -10,14 +10,18 @@ import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from agent.serve.api import create_app
+from agent.serve.limits import RunSlots
+from agent.settings import ServerSettings
 from tests.fake_agent import QUESTION, ScriptedAgent
 from tests.http_client import TIMEOUT, assert_openai_error, reasoning_of, sse_events
-from tests.live_server import live_server
+from tests.live_server import live_server, serving
 
 # --------------------------------------------------------------------------- limits
 
@@ -115,6 +119,99 @@ def test_concurrency_limit_gives_429_with_retry_after() -> None:
         # the slots are free again
         r = httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
         assert r.status_code == 200
+
+
+class HandClock:
+    """The run slots' clock, moved by the test: a run lasts exactly what the test says, so
+    Retry-After is a number to compare, not a timing."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _held_run(agent: ScriptedAgent, clock: HandClock, seconds: float, request: Any) -> Any:
+    """Send ``request``, whose run holds; let ``seconds`` pass on the clock, resume the run, and
+    return what ``request`` returned."""
+    with ThreadPoolExecutor(1) as pool:
+        done = pool.submit(request)
+        assert agent.wait_active(1, timeout_s=10)
+        clock.now += seconds
+        agent.resume.set()
+        result = done.result(timeout=30)
+    agent.resume.clear()
+    return result
+
+
+def test_retry_after_counts_only_runs_that_answered() -> None:
+    """Issue 63: 30 runs cut short by their clients made Retry-After 7 s while the first slot
+    freed at 13.5 s. Runs that answered took 20 s here; runs its client left, or an agent error
+    ended, after 2 s must not shorten the estimate: a run 5 s old leaves 15 s to wait."""
+    agent = ScriptedAgent(hold_after=1)  # each run holds after "started" until resumed
+    clock = HandClock()
+    settings = ServerSettings(host="127.0.0.1", port=0, max_concurrency=1)
+    app = create_app(agent, settings)
+    app.state.slots.clock = clock
+    with serving(app, settings) as base:
+
+        def ask() -> httpx.Response:
+            return httpx.post(base + "/v1/ask", json={"question": QUESTION}, timeout=TIMEOUT)
+
+        def chat_stream() -> list[Any]:
+            with openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=20) as c:
+                chunks = c.chat.completions.create(
+                    model="hoptree", messages=[{"role": "user", "content": "q?"}], stream=True
+                )
+                return list(chunks)
+
+        assert _held_run(agent, clock, 20.0, ask).status_code == 200
+        assert _held_run(agent, clock, 20.0, chat_stream)[-1].choices[0].finish_reason == "stop"
+        for _ in range(2):  # streams whose clients leave after 2 s
+            with httpx.stream(
+                "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+            ) as s:
+                events = sse_events(s.iter_lines())  # kept: dropping it would close the response
+                assert next(events)[0] == "started"
+                clock.now += 2.0
+            assert _wait_idle(base)
+        agent.fail_after = 1  # an agent error after 2 s: a 502, no answer
+        assert _held_run(agent, clock, 2.0, ask).status_code == 502
+        agent.fail_after = None
+
+        with httpx.stream(
+            "POST", base + "/v1/ask/stream", json={"question": QUESTION}, timeout=TIMEOUT
+        ) as s:
+            events = sse_events(s.iter_lines())  # kept: dropping it would close the response
+            assert next(events)[0] == "started"  # the one slot is taken
+            clock.now += 5.0
+            r = ask()
+            assert r.status_code == 429, r.text
+            assert r.headers["retry-after"] == "15"
+
+
+def test_retry_after_before_any_answer_and_past_the_average() -> None:
+    clock = HandClock()
+    slots = RunSlots(1, hard_deadline_s=40.0, clock=clock)
+    slot = slots.try_acquire()
+    assert slot is not None
+    clock.now += 10.0
+    assert slots.retry_after_s() == 30  # nothing answered yet: the hard deadline bounds the run
+    slot.release()  # cut short: not an answer, still nothing to go by
+    slot = slots.try_acquire()
+    assert slot is not None and slots.retry_after_s() == 40
+    clock.now += 8.0
+    slot.answered = True
+    slot.release()
+    slot.release()  # idempotent: counted once
+    slot = slots.try_acquire()
+    assert slot is not None and slots.retry_after_s() == 8
+    clock.now += 12.0
+    assert slots.retry_after_s() == 1  # past the average: it may end any moment
+    assert RunSlots(1, hard_deadline_s=900.0, clock=clock).retry_after_s() == 1  # none running
+    long = RunSlots(1, hard_deadline_s=900.0, clock=clock)
+    assert long.try_acquire() is not None and long.retry_after_s() == 60  # OpenAI clients' cap
 
 
 def test_deadline_gives_504_and_cancels_the_run() -> None:

@@ -62,12 +62,13 @@ from agent.serve.api_docs import mount_offline_docs
 from agent.serve.documents import DocumentStore, documents_router
 from agent.serve.errors import ApiError, add_error_handlers, error_response
 from agent.serve.http_server import api_key_of, check_bind_allowed, make_server
-from agent.serve.limits import BodyLimitMiddleware, RunSlots, stream_response
+from agent.serve.limits import BodyLimitMiddleware, RunSlots, deadline_grace_s, stream_response
 from agent.serve.openai_api import openai_router
 from agent.serve.runs import (
     ClientGone,
     check_question,
     check_thread_id,
+    is_result,
     run_ask,
     run_stream,
     sse_event,
@@ -123,12 +124,14 @@ def create_app(
         redoc_url=None,
     )
     mount_offline_docs(app, "hoptree")
-    slots = RunSlots(server.max_concurrency or EMBEDDED_RUN_SLOTS)
+    deadline_s = server.request_deadline_s
+    slots = RunSlots(
+        server.max_concurrency or EMBEDDED_RUN_SLOTS, deadline_s + deadline_grace_s(deadline_s)
+    )
     app.state.agent = agent
     app.state.server = server
     app.state.slots = slots
     api_key = api_key_of(server)
-    deadline_s = server.request_deadline_s
 
     async def require_key(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
@@ -156,6 +159,7 @@ def create_app(
         slot = slots.acquire_or_429()
         try:
             result = await run_ask(agent, question, thread_id, deadline_s, request)
+            slot.answered = True
         except ClientGone:
             return error_response(499, "client closed the request", "client_closed")
         finally:
@@ -171,7 +175,8 @@ def create_app(
         question = check_question(body.question, server.max_question_chars)
         thread_id = check_thread_id(body.thread_id)
         slot = slots.acquire_or_429()
-        return stream_response(slot, run_stream(agent, question, thread_id, deadline_s), sse_event)
+        events = run_stream(agent, question, thread_id, deadline_s)
+        return stream_response(slot, events, sse_event, answered=is_result)
 
     v1.include_router(openai_router(agent, server, slots))
     if documents is not None:

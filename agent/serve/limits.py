@@ -4,7 +4,8 @@
   by the bytes actually received; a body trickling in slower than ``BODY_READ_TIMEOUT_S`` gets
   408.
 - ``RunSlots``: more than ``max_concurrency`` runs at once (streams included) get 429 with
-  ``Retry-After``, rather than a queue nobody can see.
+  ``Retry-After``, rather than a queue nobody can see: the seconds until the first running run
+  is expected to end, judged by the runs that answered.
 - ``deadline_grace_s``: every run gets ``request_deadline_s`` as its own deadline and a hard
   timeout this much later.
 - ``stream_response``: an SSE run frees its slot and cancels its run however the response ends,
@@ -33,7 +34,7 @@ SSE_PING_S = 15.0  # keeps proxies and clients' read timeouts from dropping a qu
 # its run slot) forever: a send that waits this long ends the response and cancels the run.
 SSE_SEND_TIMEOUT_S = 30.0
 BODY_READ_TIMEOUT_S = 30.0  # a client trickling its body must not hold a connection forever
-RETRY_AFTER_MAX_S = 60  # OpenAI clients only honour Retry-After up to 60 s
+RETRY_AFTER_MAX_S = 60  # the longest Retry-After every openai client version obeys (some: 120 s)
 T = TypeVar("T")
 
 
@@ -113,31 +114,41 @@ class BodyLimitMiddleware:
 
 
 class RunSlot:
-    """One of the ``max_concurrency`` run slots; ``release`` is idempotent."""
+    """One of the ``max_concurrency`` run slots; ``release`` is idempotent.
+
+    Its holder sets ``answered`` once the run has given its answer: only such runs say how long
+    a slot is held (``RunSlots.retry_after_s``).
+    """
 
     def __init__(self, slots: RunSlots, token: int) -> None:
         self._slots = slots
         self._token = token
         self._released = False
+        self.answered = False
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._slots._release(self._token)
+            self._slots._release(self._token, self.answered)
 
 
 class RunSlots:
     """Counts runs in flight; refuses (never queues) beyond the limit.
 
     Everything runs on one event loop and nothing awaits between the check and the take, so a
-    plain counter is race-free. Run durations feed an estimate for ``Retry-After``.
+    plain counter is race-free. The lengths of runs that answered feed the estimate behind
+    ``Retry-After``; ``clock`` is ``time.monotonic`` unless a test moves time by hand.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self, limit: int, hard_deadline_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limit = limit
+        self.hard_deadline_s = hard_deadline_s  # no run holds its slot longer than this
+        self.clock = clock
         self._started: dict[int, float] = {}
         self._next = 0
-        self._mean_s: float | None = None
+        self._answer_s: float | None = None  # moving average of the answered runs' lengths
 
     @property
     def running(self) -> int:
@@ -147,23 +158,36 @@ class RunSlots:
         if len(self._started) >= self.limit:
             return None
         self._next += 1
-        self._started[self._next] = time.monotonic()
+        self._started[self._next] = self.clock()
         return RunSlot(self, self._next)
 
-    def _release(self, token: int) -> None:
+    def _release(self, token: int, answered: bool) -> None:
         started = self._started.pop(token, None)
-        if started is not None:
-            took = time.monotonic() - started
-            self._mean_s = took if self._mean_s is None else 0.8 * self._mean_s + 0.2 * took
+        if started is not None and answered:
+            took = self.clock() - started
+            self._answer_s = took if self._answer_s is None else 0.8 * self._answer_s + 0.2 * took
+
+    def _expected_end(self, started: float, now: float) -> float:
+        """When a run that started at ``started`` should end: after the answered runs' average
+        length (no sooner than a second from now, for a run already past it), and never after
+        its hard deadline, the only bound known before any run has answered."""
+        latest = started + self.hard_deadline_s
+        if self._answer_s is None:
+            return latest
+        return min(latest, max(started + self._answer_s, now + 1.0))
 
     def retry_after_s(self) -> int:
-        """Seconds until the oldest run should be done, from the mean run time (1..60)."""
-        if not self._started or self._mean_s is None:
-            return 5
-        now = time.monotonic()
-        oldest = min(self._started.values())
-        left = self._mean_s - (now - oldest)
-        return int(min(RETRY_AFTER_MAX_S, max(1, math.ceil(left))))
+        """Seconds until the first running run is expected to end (1..60).
+
+        Runs cut short by their client or by an error are not counted: they say nothing about
+        how long an answer takes, and averaging them in once told clients to come back after
+        7 s when the first slot freed after 13.5 s (issue 63).
+        """
+        if not self._started:
+            return 1
+        now = self.clock()
+        first = min(self._expected_end(started, now) for started in self._started.values())
+        return int(min(RETRY_AFTER_MAX_S, max(1, math.ceil(first - now))))
 
     def acquire_or_429(self) -> RunSlot:
         slot = self.try_acquire()
@@ -200,15 +224,22 @@ class SlotEventSourceResponse(EventSourceResponse):
 
 
 def stream_response(
-    slot: RunSlot, source: AsyncGenerator[T, None], to_event: Callable[[T], ServerSentEvent]
+    slot: RunSlot,
+    source: AsyncGenerator[T, None],
+    to_event: Callable[[T], ServerSentEvent],
+    *,
+    answered: Callable[[T], bool],
 ) -> SlotEventSourceResponse:
     """The SSE response of one run: the source is closed (cancelling the run) and the slot
-    freed however the response ends."""
+    freed however the response ends. ``answered`` tells the item that carries the answer, which
+    marks the slot ``answered``."""
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         try:
             async with aclosing(source) as run:
                 async for item in run:
+                    if answered(item):
+                        slot.answered = True
                     yield to_event(item)
         finally:
             slot.release()

@@ -40,6 +40,7 @@ from agent.trace_lines import draft_sources, progress_line
 log = logging.getLogger("hoptree.http")
 
 MODEL_ID = "hoptree"
+DONE = "[DONE]"  # the data line that ends a chat stream that answered
 
 
 class ChatMessage(BaseModel):
@@ -332,7 +333,12 @@ async def chat_stream(
             },
             ensure_ascii=False,
         )
-    yield "[DONE]"
+    yield DONE
+
+
+def is_done(data: str) -> bool:
+    """Whether a chat stream's data line is its last after an answer (``[DONE]``)."""
+    return data == DONE
 
 
 # --------------------------------------------------------------------------- routes
@@ -376,9 +382,12 @@ def openai_router(agent: AgentLike, server: ServerSettings, slots: RunSlots) -> 
             chunks = chat_stream(
                 agent, question, thread_id, deadline_s, completion_id, now, include_usage
             )
-            return stream_response(slot, chunks, lambda data: ServerSentEvent(data=data))
+            return stream_response(
+                slot, chunks, lambda data: ServerSentEvent(data=data), answered=is_done
+            )
         try:
             result = await run_ask(agent, question, thread_id, deadline_s, request)
+            slot.answered = True
         except ClientGone:
             return error_response(499, "client closed the request", "client_closed", openai=True)
         finally:

@@ -255,5 +255,10 @@ async def run_items(
             yield item
 
 
+def is_result(event: TraceEvent) -> bool:
+    """Whether ``event`` carries the run's answer (the end of a stream that answered)."""
+    return event.kind == "result"
+
+
 def sse_event(event: TraceEvent) -> ServerSentEvent:
     return ServerSentEvent(event=event.kind, data=json.dumps(event.to_json(), ensure_ascii=False))
