@@ -38,29 +38,34 @@ received); more than ``max_concurrency`` runs at once (streams included) get 429
 own deadline and a hard timeout a little later (504 / fatal error event); a client that goes away
 cancels its run.
 
-This module is the app: its routes, the key that guards ``/v1``, the page. The parts it wires
-live one floor down, each in a module named for what it holds: ``errors`` (the error shapes and
-handlers), ``limits`` (body size, run slots, SSE responses), ``runs`` (checking and running one
-question for a request), ``openai_api`` (the chat and model routes), ``http_server`` (binding
-and serving, shared with ``hoptree mcp --http``).
+A request meets its checks in one order: the key (401), the body's size (413), JSON parsing
+(400 on OpenAI's endpoints, 422 on the native ones), the fields' types, the request's own checks
+(model, question, thread), a free run slot (429), then the run.
+
+This module is the app: its routes, the page, the order of the checks. The parts it wires live
+one floor down, each in a module named for what it holds: ``auth`` (the key that guards ``/v1``,
+checked before the body is read), ``errors`` (the error shapes and handlers), ``limits`` (body
+size, run slots, SSE responses), ``runs`` (checking and running one question for a request),
+``openai_api`` (the chat and model routes), ``http_server`` (binding and serving, shared with
+``hoptree mcp --http``).
 """
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from agent.serve.api_docs import mount_offline_docs
+from agent.serve.auth import ApiKeyMiddleware
 from agent.serve.documents import DocumentStore, documents_router
-from agent.serve.errors import ApiError, add_error_handlers, error_response
+from agent.serve.errors import add_error_handlers, error_response
 from agent.serve.http_server import api_key_of, check_bind_allowed, make_server
 from agent.serve.limits import BodyLimitMiddleware, RunSlots, deadline_grace_s, stream_response
 from agent.serve.openai_api import openai_router
@@ -93,7 +98,8 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-# Module level: FastAPI resolves the (string) annotations of endpoints in the module's globals.
+# Declares the key in the API schema (Swagger's "Authorize"); it checks nothing: the key is
+# checked by ``ApiKeyMiddleware``, before the body is read.
 BEARER = HTTPBearer(auto_error=False, description="the server's api_key")
 
 
@@ -131,26 +137,8 @@ def create_app(
     app.state.agent = agent
     app.state.server = server
     app.state.slots = slots
-    api_key = api_key_of(server)
 
-    async def require_key(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
-    ) -> None:
-        if api_key is None:
-            return
-        given = credentials.credentials if credentials is not None else ""
-        if not hmac.compare_digest(given.encode(), api_key.encode()):
-            raise ApiError(
-                401,
-                "missing or wrong API key: send 'Authorization: Bearer <key>'"
-                if given
-                else "this server needs an API key: send 'Authorization: Bearer <key>'",
-                "authentication_error",
-                headers={"WWW-Authenticate": "Bearer"},
-                code="invalid_api_key",
-            )
-
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_key)])
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(BEARER)])
 
     @v1.post("/ask", summary="Answer a question (the full result, trace included)")
     async def ask(body: AskBody, request: Request) -> JSONResponse:
@@ -206,7 +194,11 @@ def create_app(
             )
 
     add_error_handlers(app)
+    # The last added runs first: the key, then the body's size, then FastAPI parses the body.
     app.add_middleware(BodyLimitMiddleware, max_bytes=server.max_body_bytes)
+    api_key = api_key_of(server)
+    if api_key is not None:
+        app.add_middleware(ApiKeyMiddleware, api_key=api_key)
     return app
 
 
