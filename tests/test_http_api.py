@@ -303,7 +303,7 @@ def test_openai_endpoints_answer_errors_as_openai_does(url: str, agent: Scripted
     assert_openai_error(
         post({"model": "hoptree", "messages": user, "stream": "perhaps"}),
         400,
-        "invalid_value",
+        "invalid_type",
         "stream",
     )
     assert_openai_error(
@@ -398,6 +398,12 @@ def test_openai_validation_errors_name_the_field() -> None:
     assert openai_validation_error(errors) == (
         "messages[0].role: bad; model: Field required",
         "messages[0].role",
+        "invalid_type",
+    )
+    fraction = [{"type": "int_type", "loc": ("body", "n"), "msg": "not an int", "input": 1.5}]
+    assert openai_validation_error(fraction) == (
+        "n: not an int, got the number 1.5",
+        "n",
         "invalid_type",
     )
     union = [  # pydantic names the union member that failed; OpenAI names the field

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from agent.serve.api import create_app
 from agent.serve.documents import DocumentStore
 from agent.settings import ServerSettings, Settings
-from tests.fake_agent import ScriptedAgent
-from tests.http_client import KEY, TIMEOUT, auth
+from tests.fake_agent import QUESTION, ScriptedAgent
+from tests.http_client import KEY, TIMEOUT, assert_openai_error, auth
 from tests.live_server import serving
 
 BODY_LIMIT = 1024
@@ -73,3 +75,68 @@ def test_the_key_is_checked_before_the_body(
         expected = status_with_key.get(path, status_with_key["default"])
         assert post(url, path, body, auth()).status_code == expected, path
     assert len(agent.calls) == runs
+
+
+# --------------------------------------------------------------------------- strict types
+
+
+CHAT = [{"role": "user", "content": QUESTION}]
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"stream": "yes"}, "stream"),
+        ({"stream": "true"}, "stream"),
+        ({"stream": 1}, "stream"),
+        (
+            {"stream": True, "stream_options": {"include_usage": "false"}},
+            "stream_options.include_usage",
+        ),
+        ({"temperature": "0.2"}, "temperature"),
+        ({"max_tokens": "100"}, "max_tokens"),
+        ({"n": 1.5}, "n"),
+        ({"logprobs": "no"}, "logprobs"),
+    ],
+)
+def test_chat_booleans_and_numbers_are_strict(
+    url: str, agent: ScriptedAgent, extra: dict[str, Any], param: str
+) -> None:
+    """OpenAI answers 400 for a boolean or a number of the wrong JSON type; ``"stream": "yes"``
+    used to start a streamed run."""
+    runs = len(agent.calls)
+    r = httpx.post(
+        url + "/v1/chat/completions",
+        json={"model": "hoptree", "messages": CHAT, **extra},
+        headers=auth(),
+        timeout=TIMEOUT,
+    )
+    error = assert_openai_error(r, 400, "invalid_type", param=param)
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith(f"{param}: "), error
+    assert len(agent.calls) == runs
+
+
+def test_chat_strict_types_reach_the_openai_client_and_null_is_no_value(
+    url: str, agent: ScriptedAgent
+) -> None:
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0, timeout=20) as client:
+        runs = len(agent.calls)
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(
+                model="hoptree", messages=CHAT, extra_body={"stream": "yes"}
+            )
+        assert (info.value.code, info.value.param) == ("invalid_type", "stream")
+        assert "boolean" in info.value.message and "string" in info.value.message
+        assert len(agent.calls) == runs
+        # what OpenAI accepts still runs: nulls, and a whole number where a float is expected
+        completion = client.chat.completions.create(
+            model="hoptree",
+            messages=CHAT,
+            temperature=0,
+            max_tokens=100,
+            n=1,
+            extra_body={"stream": None, "stream_options": None, "logprobs": False},
+        )
+        assert completion.choices[0].message.content
+        assert len(agent.calls) == runs + 1

@@ -117,6 +117,28 @@ def _param_of(loc: Sequence[Any]) -> str | None:
     return name or None
 
 
+def json_type(value: Any) -> str:
+    """What a type error got: the JSON type of a parsed value (a number with its value, so
+    ``1.5`` for an integer reads as what it is)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _problem(err: Any, where: str) -> str:
+    """One validation error as ``where: what``; a type error also says what it got."""
+    problem = f"{where}: {err.get('msg', 'invalid')}"
+    if str(err.get("type", "")).endswith("_type") and "input" in err:
+        problem += f", got {json_type(err['input'])}"
+    return problem
+
+
 def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str]:
     """(message, param, code) of a request OpenAI would answer with 400: ``invalid_json`` for a
     body that does not parse, else the first offending field as ``param``."""
@@ -133,8 +155,7 @@ def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str
         return "the request body must be a JSON object", None, "invalid_json"
     problems = []
     for err in errors[:5]:
-        where = _param_of(err.get("loc", ())) or "body"
-        problems.append(f"{where}: {err.get('msg', 'invalid')}")
+        problems.append(_problem(err, _param_of(err.get("loc", ())) or "body"))
     if kind == "missing":
         code = "missing_required_parameter"
     elif kind.endswith("_type"):

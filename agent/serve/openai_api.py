@@ -50,19 +50,42 @@ class ChatMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    include_usage: bool | None = None
+
+
 class ChatRequest(BaseModel):
     """The part of OpenAI's chat request hoptree reads; other fields are accepted and ignored
-    (sampling parameters belong to the planner's own models, not to the client)."""
+    (sampling parameters belong to the planner's own models, not to the client).
 
-    model_config = ConfigDict(extra="allow")
+    Strict, as OpenAI is: a boolean or a number sent as another JSON type is a 400 naming it,
+    never coerced (``"stream": "yes"`` once started a streamed run). OpenAI's scalar sampling
+    parameters are declared for that alone: their values are ignored, their types checked.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True)
 
     # Optional here so a missing model gets OpenAI's own answer (``check_model``), not a
     # generic "field required".
     model: str | None = Field(None, description=f"must be {MODEL_ID!r}, the one model served")
     messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
-    stream_options: dict[str, Any] | None = None
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
     user: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    n: int | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    seed: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    parallel_tool_calls: bool | None = None
+    store: bool | None = None
 
 
 def message_text(message: ChatMessage) -> str:
@@ -378,7 +401,7 @@ def openai_router(agent: AgentLike, server: ServerSettings, slots: RunSlots) -> 
         now = int(time.time())
         slot = slots.acquire_or_429()
         if body.stream:
-            include_usage = bool((body.stream_options or {}).get("include_usage"))
+            include_usage = bool(body.stream_options and body.stream_options.include_usage)
             chunks = chat_stream(
                 agent, question, thread_id, deadline_s, completion_id, now, include_usage
             )
