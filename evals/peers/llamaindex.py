@@ -12,7 +12,7 @@ sub-question/answer pairs. ``num_steps`` is the engine's default, 3. Per questio
 2 calls a step plus the final one: 7 at most, 4 when the second sub-question is "None".
 
 The LLM is LlamaIndex's ``LiteLLM`` (``openai/<model>`` at the metered endpoint, temperature 0,
-the run's output cap and timeout; litellm sends ``max_tokens``). Not ``OpenAILike``: its
+the run's output cap and timeout, 2 retries; litellm sends ``max_tokens``). Not ``OpenAILike``: its
 ``llama-index-llms-openai`` requires ``openai<3``, which would downgrade the ``openai`` hoptree
 runs on; the request it sends is the same chat completion. The prompt helper gets
 ``CONTEXT_WINDOW``, the context each of the embedded server's two slots holds, where LlamaIndex
@@ -39,6 +39,9 @@ INSTALL = PeerInstall(
 NUM_STEPS = 3  # MultiStepQueryEngine's default
 CONTEXT_WINDOW = 4096  # the embedded server's 8192 over its two slots
 INDEX_SUMMARY = "Wikipedia paragraphs, used to answer questions about their subjects"
+# the openai client's default (hoptree's too), not LiteLLM's 10: a question cut off by the run's
+# time budget leaves its thread running, and ten retries of a timed-out call would hold a slot
+MAX_RETRIES = 2
 
 
 def _engine(q: PeerQuestion) -> Any:
@@ -73,6 +76,7 @@ def _engine(q: PeerQuestion) -> Any:
         api_key=q.api_key,
         temperature=0,
         max_tokens=q.max_tokens,
+        max_retries=MAX_RETRIES,
         additional_kwargs={"timeout": q.timeout_s},
     )
     helper = PromptHelper(context_window=CONTEXT_WINDOW, num_output=q.max_tokens)
