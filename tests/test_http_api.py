@@ -417,12 +417,13 @@ def test_openai_validation_errors_name_the_field() -> None:
         None,
         "invalid_json",
     )
-    bad_json = [{"type": "json_invalid", "loc": ("body", 7), "ctx": {"error": "Expecting value"}}]
-    assert openai_validation_error(bad_json) == (
-        "the request body is not valid JSON: Expecting value at character 7",
+    bad_json = [{"type": "json_invalid", "loc": ("body", 8), "ctx": {"error": "Expecting value"}}]
+    assert openai_validation_error(bad_json, '{\n "a": }') == (
+        "the request body is not valid JSON: Expecting value: line 2, column 7 (character 8)",
         None,
         "invalid_json",
     )
+    assert openai_validation_error(bad_json)[0].endswith("Expecting value: character 8")
 
 
 # --------------------------------------------------------------------------- auth

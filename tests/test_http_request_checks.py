@@ -140,3 +140,35 @@ def test_chat_strict_types_reach_the_openai_client_and_null_is_no_value(
         )
         assert completion.choices[0].message.content
         assert len(agent.calls) == runs + 1
+
+
+# --------------------------------------------------------------------------- malformed JSON
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (
+            b'{"question": "Who?",\n "thread_id" "t1"}',
+            "Expecting ':' delimiter: line 2, column 14 (character 34)",
+        ),
+        (b'{"question": "Who', "Unterminated string starting at: line 1, column 14 (character 13)"),
+        (b'{"question":', "Expecting value: line 1, column 13 (character 12, the end of the body)"),
+    ],
+)
+def test_malformed_json_says_what_and_where(
+    url: str, agent: ScriptedAgent, body: bytes, where: str
+) -> None:
+    """``/v1/ask`` once answered ``"34: JSON decode error"``; both API styles now name the
+    expected token, the line, the column and the character."""
+    runs = len(agent.calls)
+    message = f"the request body is not valid JSON: {where}"
+    for path in ("/v1/ask", "/v1/ask/stream"):
+        r = post(url, path, body, auth())
+        assert r.status_code == 422, r.text
+        assert r.json() == {
+            "error": {"message": message, "type": "invalid_request_error", "code": "invalid_json"}
+        }
+    r = post(url, "/v1/chat/completions", body, auth())
+    assert assert_openai_error(r, 400, "invalid_json")["message"] == message
+    assert len(agent.calls) == runs

@@ -139,16 +139,36 @@ def _problem(err: Any, where: str) -> str:
     return problem
 
 
-def openai_validation_error(errors: Sequence[Any]) -> tuple[str, str | None, str]:
+def json_error_message(error: Any, body: Any) -> str:
+    """What is wrong with a body that does not parse, and where: the parser's complaint (the
+    token it expected), then the line, column and character as ``json`` counts them.
+
+    FastAPI's error carries the complaint and the character; ``body`` (the text it parsed, the
+    ``RequestValidationError``'s ``body``) gives the line and column, which is what a person
+    looking at a multi-line body needs.
+    """
+    detail = (error.get("ctx") or {}).get("error") or "decode error"
+    loc = error.get("loc", ())
+    pos = loc[-1] if loc and isinstance(loc[-1], int) else None
+    message = f"the request body is not valid JSON: {detail}"
+    if pos is None:
+        return message
+    if not isinstance(body, str):
+        return f"{message}: character {pos}"
+    line = body.count("\n", 0, pos) + 1
+    column = pos - body.rfind("\n", 0, pos)  # 1-based: rfind is -1 on the first line
+    end = ", the end of the body" if pos >= len(body) else ""
+    return f"{message}: line {line}, column {column} (character {pos}{end})"
+
+
+def openai_validation_error(errors: Sequence[Any], body: Any = None) -> tuple[str, str | None, str]:
     """(message, param, code) of a request OpenAI would answer with 400: ``invalid_json`` for a
-    body that does not parse, else the first offending field as ``param``."""
+    body that does not parse (``body``: the text that was parsed), else the first offending
+    field as ``param``."""
     first = errors[0] if errors else {}
     kind = str(first.get("type", ""))
     if kind == "json_invalid":
-        detail = (first.get("ctx") or {}).get("error") or first.get("msg") or "decode error"
-        loc = first.get("loc", ())
-        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
-        return f"the request body is not valid JSON: {detail}{at}", None, "invalid_json"
+        return json_error_message(first, body), None, "invalid_json"
     param = _param_of(first.get("loc", ()))
     if param is None and tuple(first.get("loc", ())) == ("body",):
         # no body, or one that is not a JSON object (a list, or sent as text/plain)
@@ -188,14 +208,17 @@ def add_error_handlers(app: FastAPI) -> None:
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         if is_openai_path(request.url.path):
-            message, param, code = openai_validation_error(errors)
+            message, param, code = openai_validation_error(errors, exc.body)
             return error_response(
                 400, message, "invalid_request_error", code=code, param=param, openai=True
             )
+        if errors and errors[0].get("type") == "json_invalid":
+            message = json_error_message(errors[0], exc.body)
+            return error_response(422, message, "invalid_request_error", code="invalid_json")
         problems = []
         for err in errors[:5]:
             where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-            problems.append(f"{where}: {err.get('msg', 'invalid')}")
+            problems.append(_problem(err, where))
         return error_response(422, "; ".join(problems), "invalid_request_error")
 
     @app.exception_handler(StarletteHTTPException)
