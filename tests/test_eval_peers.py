@@ -120,7 +120,7 @@ def test_a_peer_not_installed_names_its_install_step(monkeypatch: pytest.MonkeyP
     missing = peer(
         "peer-missing",
         "needs a module nobody has",
-        PeerInstall(("no_such_peer_module_xyz",), "pip install no-such-peer"),
+        PeerInstall(("no_such_peer_module_xyz.core",), "pip install no-such-peer"),
         _two_step_peer,
     )
     monkeypatch.setitem(PEERS, missing.name, missing)

@@ -27,7 +27,9 @@ from evals.peers.base import Peer, PeerAnswer, PeerInstall, PeerQuestion, peer
 from evals.peers.offline import local_model_metadata
 
 DSPY_VERSION = "3.4.1"
-INSTALL = PeerInstall(("dspy",), f'pip install "hoptree[peers]" (dspy=={DSPY_VERSION})')
+INSTALL = PeerInstall(
+    ("dspy",), f'pip install "hoptree[peers]" (dspy=={DSPY_VERSION})', local_model_metadata
+)
 MAX_HOPS = 2
 
 

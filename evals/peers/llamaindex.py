@@ -29,12 +29,18 @@ from evals.peers.base import Peer, PeerAnswer, PeerInstall, PeerQuestion, peer
 from evals.peers.offline import local_model_metadata, tiktoken_cache_dir
 
 LLAMA_INDEX_CORE_VERSION = "0.14.20"
-# top-level names only: ``PeerInstall.check``'s find_spec raises on a dotted name whose parent
-# package is missing, instead of reporting it missing
+
+
+def _offline() -> None:
+    local_model_metadata()  # before litellm is first imported
+    tiktoken_cache_dir(("cl100k_base",))
+
+
 INSTALL = PeerInstall(
-    ("llama_index", "litellm"),
+    ("llama_index.core", "llama_index.llms.litellm"),
     f'pip install "hoptree[peers]" (llama-index-core=={LLAMA_INDEX_CORE_VERSION}, '
     "llama-index-llms-litellm)",
+    _offline,
 )
 NUM_STEPS = 3  # MultiStepQueryEngine's default
 CONTEXT_WINDOW = 4096  # the embedded server's 8192 over its two slots
@@ -45,8 +51,7 @@ MAX_RETRIES = 2
 
 
 def _engine(q: PeerQuestion) -> Any:
-    local_model_metadata()  # before litellm is first imported
-    tiktoken_cache_dir(("cl100k_base",))
+    _offline()
     from llama_index.core import PromptHelper
     from llama_index.core.indices.query.query_transform.base import (
         StepDecomposeQueryTransform,
