@@ -44,10 +44,22 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared() -> set[str]:
+def _declared(extra: str | None = None) -> set[str]:
+    """The project's dependencies, or those of one of its extras."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    names = (re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0] for spec in project["dependencies"])
+    specs = project["optional-dependencies"][extra] if extra else project["dependencies"]
+    names = (re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0] for spec in specs)
     return {_normalized(name) for name in names}
+
+
+# the peer pipelines run other projects' code, installed with the `peers` extra, never with
+# hoptree itself; FlashRAG's installable version is not on PyPI (docs/evaluation.md#peers)
+PEERS_DIR = REPO / "evals" / "peers"
+PEERS_NOT_ON_PYPI = {"flashrag"}
+
+
+def _peer_file(path_text: str) -> bool:
+    return (REPO / path_text).is_relative_to(PEERS_DIR)
 
 
 def _third_party_imports() -> dict[str, set[str]]:
@@ -74,6 +86,8 @@ def test_every_package_the_code_imports_is_declared() -> None:
     distributions = packages_distributions()
     missing = {}
     for module, files in sorted(_third_party_imports().items()):
+        if all(_peer_file(f) for f in files):
+            continue  # the peers' own: test_the_peers_imports_are_the_peers_extra
         names = distributions.get(module)
         assert names, f"{module} (imported by {sorted(files)[0]}) is not installed"
         if not any(_normalized(name) in declared for name in names):
@@ -82,6 +96,22 @@ def test_every_package_the_code_imports_is_declared() -> None:
     # not imported by the code, but the HTML converter's own import (trafilatura -> jusText ->
     # lxml.html.clean) needs it, and the pip of a fresh venv leaves it out when undeclared
     assert "lxml-html-clean" in declared
+
+
+def test_the_peers_imports_are_the_peers_extra() -> None:
+    """What only the peers import is in the `peers` extra (where it is installed here: a clone
+    without the peers has nothing to check), so `pip install "hoptree[peers]"` brings it."""
+    core, extra = _declared(), _declared("peers")
+    distributions = packages_distributions()
+    missing = {}
+    for module, files in sorted(_third_party_imports().items()):
+        if not all(_peer_file(f) for f in files) or module in PEERS_NOT_ON_PYPI:
+            continue
+        names = distributions.get(module) or []
+        if names and not any(_normalized(n) in core | extra for n in names):
+            missing[module] = names
+    assert not missing, f"imported by evals/peers but not in the peers extra: {missing}"
+    assert not (extra & {"flashrag", "flashrag-dev"})  # its PyPI release lacks these pipelines
 
 
 def _copy_project(target: Path) -> Path:

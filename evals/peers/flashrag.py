@@ -1,11 +1,11 @@
 """FlashRAG's own pipelines on hoptree's model and retriever: standard RAG, IRCoT, Iter-RetGen,
 Self-Ask.
 
-Install (FlashRAG from its source at commit 1ee5249, 0.3.0dev0, without its heavy
-requirements; the PyPI wheel ``flashrag-dev`` 0.1.2 does not work, see issue 62)::
-
-    pip install --no-deps "flashrag-dev @ git+https://github.com/RUC-NLPIR/FlashRAG@1ee5249"
-    pip install "datasets==5.2.0" "termcolor==3.3.0"
+What it runs on: FlashRAG 0.3.0dev0, RUC-NLPIR/FlashRAG at commit 1ee5249, which is not on
+PyPI (the PyPI release ``flashrag-dev`` 0.1.2 is older: its pipelines take no retriever or
+generator from the caller and its wheel lacks its own ``basic_config.yaml``), installed without
+its requirements, plus the ``peers`` extra (``datasets``, ``termcolor``): see
+docs/evaluation.md#peers.
 
 ``datasets`` (with pandas, pyarrow, dill, multiprocess) and ``termcolor`` are what importing
 ``flashrag.pipeline`` needs beyond hoptree's own dependencies (torch, transformers, numpy,
@@ -173,9 +173,8 @@ INSTALL = PeerInstall(
     # the modules the pipelines import (imported before a run's first question), and what
     # FlashRAG needs that hoptree does not bring, so a missing one is named before any question
     ("flashrag.pipeline", "flashrag.config", "datasets", "termcolor", "tiktoken"),
-    "pip install --no-deps "
-    f'"flashrag-dev @ git+https://github.com/RUC-NLPIR/FlashRAG@{FLASHRAG_COMMIT}" '
-    '&& pip install "datasets==5.2.0" "termcolor==3.3.0"',
+    f"FlashRAG 0.3.0dev0 (RUC-NLPIR/FlashRAG at commit {FLASHRAG_COMMIT}, not on PyPI) "
+    'without its requirements, and pip install "hoptree[peers]"',
     _prepare,
 )
 
