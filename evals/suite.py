@@ -29,6 +29,8 @@ from types import FrameType
 from agent.settings import Settings
 from evals.catalogue import PIPELINES
 from evals.corpora import TREE_SUBDIR, eval_index_dir
+from evals.peer_scores import HOPTREE, ONE_CALL, PEERS_FOLDER, peer_scores, peers_markdown
+from evals.peers import PEERS
 from evals.report import DETAILS_FILE, METRICS_FILE
 from evals.scoreboard import SliceScore, Targets, scoreboard_markdown, slice_score
 from searchers.corpus import file_sha256
@@ -116,6 +118,10 @@ DRAFT_FOLDER = "v7"
 DRAFT_TUNE_FOLDER = "v6"
 FIRST_ANSWER_FOLDER = "v5"
 FIRST_ANSWER = "first-answer/hotpotqa_a"
+# issue 62: hoptree's default beside other projects' pipelines on the first 50 questions of each
+# report slice (run interleaved by benchmarks/peers.py; the scoreboard's peers section)
+PEERS_STAGE = "peers"
+PEERS_LIMIT = 50
 CHAINS_SUITE = Suite(
     name="chains",
     out="evals/results/v4",
@@ -136,6 +142,9 @@ CHAINS_SUITE = Suite(
         "draft": Stage(("draft-first",), _REPORT, folder=DRAFT_FOLDER),
         "first-answer": Stage(("draft-first",), (FIRST_ANSWER,), folder=FIRST_ANSWER_FOLDER),
         "draft-tune": Stage(("draft-first",), _TUNE, folder=DRAFT_TUNE_FOLDER),
+        PEERS_STAGE: Stage(
+            (HOPTREE, ONE_CALL, *PEERS), _REPORT, limit=PEERS_LIMIT, folder=PEERS_FOLDER
+        ),
     },
     env={"HOPTREE_LLM__CACHE": "false"},
     # issue 33's bar: on each report slice, half the headroom and an interval above zero; hop
@@ -487,5 +496,8 @@ class SuiteSession:
     def write_scoreboard(self, scores: list[SliceScore]) -> Path:
         path = self.out / SCOREBOARD
         text = scoreboard_markdown(scores, self.suite.targets, self.suite.name)
+        if PEERS_STAGE in self.suite.stages:
+            peers = peer_scores(self.out.parent / PEERS_FOLDER)
+            text += "\n" + peers_markdown(peers, heading="##")
         path.write_text(text, encoding="utf-8")
         return path

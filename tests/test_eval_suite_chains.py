@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evals.cli import eval_app
+from evals.peers import PEERS
 from evals.suite import (
     CHAINS_SUITE,
     COMPARE_ALL,
@@ -63,7 +64,8 @@ def test_stages_go_in_cost_order_pipeline_by_pipeline_over_the_slices() -> None:
     ablations = [("musique", p) for p in ("no-decompose", "no-summarize", "no-supplement")]
     tuning = [(d, p) for p in ("bm25", "hybrid", "oracle", "full") for d in tune]
     drafts = [(d, "draft-first") for d in [*report, "first-answer/hotpotqa_a", *tune]]
-    assert pairs == cheap + planner + ablations + tuning + drafts
+    peers = [(d, p) for p in ("draft-first", "bm25", *PEERS) for d in report]
+    assert pairs == cheap + planner + ablations + tuning + drafts + peers
 
 
 def test_only_picks_a_slice_or_a_dataset_with_its_tuning_slice() -> None:
@@ -137,8 +139,9 @@ def test_status_of_the_chains_suite_in_its_version_folder(
     assert "87 (88-174)" in full and "40/87" in full
     (bm25,) = [line for line in lines if "tune/musique" in line and " bm25 " in line]
     assert "finished" in bm25
-    # 37 runs (30 of issue 33, 7 draft-first): one partly done, one finished
-    assert result.output.count("not started") == 35
+    # 37 runs (30 of issue 33, 7 draft-first) and the peers stage's (hoptree's two runs and
+    # every peer on the three report slices): one partly done, one finished
+    assert result.output.count("not started") == 35 + 3 * (2 + len(PEERS))
     assert "HOPTREE_LLM__CACHE=false" in result.output  # the status says how --run runs
 
     default = runner.invoke(eval_app, ["suite", "--data", str(data)], terminal_width=200)

@@ -1,6 +1,7 @@
-"""``benchmarks/peers.py`` on small synthetic run folders: each peer paired with hoptree's
-default by question id (hoptree minus the peer), the plumbing check (``bm25`` against
-``peer-standard``), slices or runs missing, and the interleaved order of the runs."""
+"""``benchmarks/peers.py`` and ``evals.peer_scores`` on small synthetic run folders: each
+peer paired with hoptree's default by question id (hoptree minus the peer), the plumbing check
+(``bm25`` against ``peer-standard``), slices or runs missing, and the interleaved order of the
+runs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evals.peer_scores import peer_scores, peers_markdown
 from tests.benchmark_module import load_benchmark
 
 peers = load_benchmark("peers")
@@ -49,7 +51,7 @@ def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_p
             row("q0", 0.0, 50.0, 5),
         ],
     )
-    data = peers.report(tmp_path)
+    data = peer_scores(tmp_path)
     ircot = data["hotpotqa_b"]["peer-ircot"]
     assert ircot["n"] == 4
     assert ircot["delta"] == 25.0 and (ircot["wins"], ircot["losses"]) == (2, 1)
@@ -59,14 +61,14 @@ def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_p
     assert ircot["median_calls"] == 5 and ircot["median_prompt_tokens"] == 500
     assert "plumbing" not in data["hotpotqa_b"]  # no peer-standard, no bm25
     assert set(data) == {"hotpotqa_b"}  # slices without a folder are left out, not zero
-    assert "peer-ircot" in peers.markdown(data)
+    assert "peer-ircot" in peers_markdown(data)
 
 
 def test_the_plumbing_check_pairs_hoptrees_one_call_with_flashrags(tmp_path: Path) -> None:
     folder = tmp_path / "musique"
     write_run(folder / "bm25", [row("a", 1.0), row("b", 0.0)])
     write_run(folder / "peer-standard", [row("a", 1.0), row("b", 1.0)])
-    plumbing = peers.report(tmp_path)["musique"]["plumbing"]
+    plumbing = peer_scores(tmp_path)["musique"]["plumbing"]
     assert plumbing["delta"] == -50.0 and plumbing["against"] == "bm25"
     assert plumbing["peer"] == "peer-standard"
 
@@ -75,7 +77,7 @@ def test_a_run_shares_no_question_with_hoptree_gives_no_row(tmp_path: Path) -> N
     folder = tmp_path / "2wiki"
     write_run(folder / "draft-first", [row("a", 1.0)])
     write_run(folder / "peer-react", [row("b", 1.0)])
-    assert peers.report(tmp_path) == {}
+    assert peer_scores(tmp_path) == {}
 
 
 def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(

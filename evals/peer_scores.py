@@ -1,0 +1,137 @@
+"""hoptree's default against each peer pipeline, per slice, from committed rows (no model).
+
+The peers' runs (``evals/results/peers/<slice>/<pipeline>``, made by ``benchmarks/peers.py
+run``) sit beside hoptree's own default (``draft-first``) and one-call ``bm25`` run on the same
+questions, interleaved in the same session. Each peer is paired with hoptree's default by
+question id: the difference is hoptree minus the peer, with the paired 95% bootstrap interval
+every comparison of the project uses, and hoptree's wins and losses. ``peer-standard``
+(FlashRAG's one-call RAG) is paired with hoptree's ``bm25`` on the same retriever: the check that
+the plumbing is equal. ``benchmarks/results/peers.json`` and the chains scoreboard's peers
+section are written from this.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
+from evals.report import details_or_none
+
+PEERS_FOLDER = "peers"  # under evals/results
+SLICES = ("hotpotqa_b", "2wiki", "musique")
+HOPTREE = "draft-first"  # hoptree's default
+ONE_CALL = "bm25"  # hoptree's one-call RAG on the peers' retriever
+PLUMBING_PEER = "peer-standard"
+PEER_PREFIX = "peer-"
+
+Rows = Mapping[str, Mapping[str, Any]]
+
+
+def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {str(r["id"]): r for r in details_or_none(run_dir) or []}
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(float(statistics.median(values)), 2) if values else None
+
+
+def _mean(rows: Sequence[Mapping[str, Any]], key: str) -> float:
+    return round(100.0 * statistics.fmean(float(r.get(key) or 0.0) for r in rows), 2)
+
+
+def pair(
+    hoptree: Rows, peer: Rows, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> dict[str, Any] | None:
+    """hoptree minus the peer on the questions both answered (a ``peers.json`` entry), or
+    None when they share none."""
+    ids = sorted(hoptree.keys() & peer.keys())
+    if not ids:
+        return None
+    ours = {i: float(hoptree[i]["f1"]) for i in ids}
+    theirs = {i: float(peer[i]["f1"]) for i in ids}
+    diff = paired_diff(ours, theirs, resamples=resamples, seed=seed)
+    peer_rows = [peer[i] for i in ids]
+    return {
+        "n": len(ids),
+        "f1": _mean(peer_rows, "f1"),
+        "em": _mean(peer_rows, "em"),
+        "hoptree_f1": _mean([hoptree[i] for i in ids], "f1"),
+        "delta": round(diff.mean, 2),
+        "ci_low": round(diff.low, 2),
+        "ci_high": round(diff.high, 2),
+        "wins": diff.wins,
+        "losses": diff.losses,
+        "median_s": _median([float(r["seconds"]) for r in peer_rows]),
+        "hoptree_median_s": _median([float(hoptree[i]["seconds"]) for i in ids]),
+        "median_calls": _median([float(r["llm_calls"]) for r in peer_rows]),
+        "median_prompt_tokens": _median([float(r["prompt_tokens"]) for r in peer_rows]),
+        "errors": sum(1 for r in peer_rows if r.get("error")),
+    }
+
+
+def peer_scores(results: Path) -> dict[str, Any]:
+    """Every slice folder under ``results`` (the peers folder): each peer against hoptree's
+    default, and the plumbing check; slices without runs are left out, never filled in."""
+    out: dict[str, Any] = {}
+    for key in SLICES:
+        folder = results / key
+        if not folder.is_dir():
+            continue
+        hoptree = rows_of(folder / HOPTREE)
+        entry: dict[str, Any] = {}
+        for run_dir in sorted(p for p in folder.iterdir() if p.name.startswith(PEER_PREFIX)):
+            row = pair(hoptree, rows_of(run_dir))
+            if row is not None:
+                entry[run_dir.name] = row
+        plumbing = pair(rows_of(folder / ONE_CALL), rows_of(folder / PLUMBING_PEER))
+        if plumbing is not None:
+            entry["plumbing"] = {"against": ONE_CALL, "peer": PLUMBING_PEER, **plumbing}
+        if entry:
+            out[key] = entry
+    return out
+
+
+def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
+    """The tables of ``peer_scores``: one per slice, the plumbing check above it."""
+    lines = [
+        f"{heading} hoptree's default against the peers",
+        "",
+        "From `evals/results/peers/<slice>/` (no model call). Δ is hoptree's default "
+        "(`draft-first`) minus the peer, in F1 points, on the questions both answered, with the "
+        "paired 95% bootstrap interval; W/L are hoptree's wins and losses. The runs of a slice "
+        "were made interleaved in one session (a few questions of each pipeline in turn), so "
+        "seconds compare within a slice.",
+        "",
+    ]
+    if not data:
+        return "\n".join([*lines, "No peer run has rows yet.", ""])
+    for key, entry in data.items():
+        lines += [f"{heading}# {key}", ""]
+        plumbing = entry.get("plumbing")
+        if plumbing:
+            lines += [
+                f"Plumbing check: hoptree's `{plumbing['against']}` minus `{plumbing['peer']}` "
+                f"(the same retriever, one call each) on {plumbing['n']} questions: "
+                f"{plumbing['delta']:+.1f} [{plumbing['ci_low']:+.1f}, {plumbing['ci_high']:+.1f}]"
+                f", W/L {plumbing['wins']}/{plumbing['losses']}.",
+                "",
+            ]
+        lines += [
+            "| peer | n | peer F1 | peer EM | hoptree F1 | Δ [95% CI] | W/L | median s "
+            "(peer / hoptree) | median calls | median prompt tokens | errors |",
+            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|",
+        ]
+        for name, r in entry.items():
+            if name == "plumbing":
+                continue
+            lines.append(
+                f"| {name} | {r['n']} | {r['f1']:.1f} | {r['em']:.1f} | {r['hoptree_f1']:.1f} "
+                f"| {r['delta']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] "
+                f"| {r['wins']}/{r['losses']} | {r['median_s']} / {r['hoptree_median_s']} "
+                f"| {r['median_calls']} | {r['median_prompt_tokens']} | {r['errors']} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
