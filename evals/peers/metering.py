@@ -166,12 +166,15 @@ class MeteringProxy:
                 status, headers, content, _ = proxy._forward(
                     self.command, self.path, dict(self.headers.items()), body
                 )
-                self.send_response(status)
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
+                try:
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.send_header("content-length", str(len(content)))
+                    self.end_headers()
+                    self.wfile.write(content)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the peer's client gave up (its own timeout): nobody to tell
 
             do_GET = _serve
             do_POST = _serve
