@@ -138,6 +138,9 @@ class PipelineSpec:
     # shows the reader passages, so retrieval success and gold recall apply; None = it does
     # when it needs a retriever (the oracle needs none and shows the gold paragraphs)
     shows_passages: bool | None = None
+    # reads hoptree's planner settings, so a run records them as part of what it measures (a
+    # peer pipeline runs another project's code: hoptree's planner settings mean nothing to it)
+    reads_planner: bool = True
 
     @property
     def scores_context(self) -> bool:

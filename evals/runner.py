@@ -323,7 +323,7 @@ async def run_eval(
         "passage_chars": ctx.chars,
         "model": ctx.model_label,
     }
-    if pipeline_role(spec.name) == "agent":
+    if pipeline_role(spec.name) == "agent" and spec.reads_planner:
         overrides = planner_overrides(ctx.settings)
         if overrides:
             identity["planner"] = overrides

@@ -78,6 +78,8 @@ async def test_a_peer_reaches_the_model_only_through_the_meter_and_writes_common
             ctx,
         )
     assert metrics["n"] == 2
+    recorded = json.loads((out / "run.json").read_text())
+    assert "planner_settings" not in recorded  # hoptree's planner settings are not the peer's
     got = rows(out)
     assert all(set(row) >= ROW_FIELDS for row in got)
     by_topic = {("Eiffel" in r["question"]): r for r in got}

@@ -224,7 +224,7 @@ def peer_pipeline(name: str, description: str, install: PeerInstall, run: PeerRu
             },
         )
 
-    return PipelineSpec(name, description, (PEER_RETRIEVER,), pipeline)
+    return PipelineSpec(name, description, (PEER_RETRIEVER,), pipeline, reads_planner=False)
 
 
 @dataclass(frozen=True)
