@@ -339,19 +339,6 @@ class PlannerSettings(BaseModel):
         description="a description the plan resolves but no later query builds on: the "
         "question, with it replaced by #n, is added as the last hop",
     )
-    # Measured on the same plans: a 3- or 4-hop chain was most often planned as one query that
-    # folds it ("county where the most populous city in the state where WDXQ can be found"),
-    # whose search finds the outermost thing at best; it is written out as its hops, innermost
-    # first, each building on the one before (``agent.planner.queries.unfold_plan``). Off by
-    # default: the plans match the gold chain far more often (MuSiQue report 3-4-hop 32% ->
-    # 54%), but end to end on the 27 tuning 3-4-hop questions the answers were no better (F1
-    # -4.0 [-11.6, 0.0], 0 wins 2 losses) at +0.5 calls and +14 s a question: each added hop is
-    # one more read the 1.5B reader gets right about one time in three.
-    unfold: bool = Field(
-        False,
-        description="a planned query that nests descriptions ('capital of the state where X "
-        "was born') is planned as their chain of hops, innermost first",
-    )
     # When every planned query has a supported finding the plan has resolved: the reader then
     # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
     # far higher on the gold paragraphs alone than with distractors beside them), and a chain's
