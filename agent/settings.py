@@ -285,17 +285,10 @@ class PlannerSettings(BaseModel):
     # split and phrasing, MuSiQue tuning 53.3% against 36.7%, the planner's own phrasings of 62
     # tuning hops 30.6% against 22.6% (5 wins, 0 losses), MuSiQue report 31.7 against 30.0,
     # 2Wiki report 58.3 against 48.3, in about two thirds of the seconds; so the default.
-    # sentences (searchers/hop_sentences.py): the reader shown only the two sentences of the
-    # query's passages nearest it by embedding; 48.9% against 43.3% on 90 clean MuSiQue
-    # tuning hops, level on the planner's own phrasings (30.6% both), at ~60% of the seconds;
-    # end to end +6.7 F1 on MuSiQue tuning 1-30 and -7.5 on 2Wiki tuning 1-20 (3 won, 5 lost),
-    # so not the default (evals/results/v8/tune/*/sentences-ab.md).
-    findings_call: Literal["batched", "reader", "sentences"] = Field(
+    findings_call: Literal["batched", "reader"] = Field(
         "reader",
         description="batched = one JSON call a round for all its queries; reader = one "
-        "one-call-RAG reader call per query (more calls, far shorter replies); sentences = "
-        "the same reader shown only the two sentences of the query's passages nearest it by "
-        "embedding (needs an index with embeddings; else as reader)",
+        "one-call-RAG reader call per query (more calls, far shorter replies)",
     )
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"

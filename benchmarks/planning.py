@@ -46,8 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query
 from agent.planner.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format
-from searchers.hop_reader import content_words
-from searchers.text import fold
+from searchers.text import STOPWORDS, WORD, fold, stem
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SPLITS: dict[str, tuple[Path, int, int | None]] = {
@@ -68,7 +67,8 @@ _KB_WORDS = {"administrative", "territorial", "entity", "located"}
 
 def words(text: str) -> list[str]:
     """Content words, folded and crudely stemmed, as the planner's own checks compare them."""
-    return [w for w in content_words(text) if w not in _FILLER]
+    stems = (stem(w) for w in WORD.findall(fold(text)) if w not in STOPWORDS)
+    return [w for w in stems if w not in _FILLER]
 
 
 def _prefixes(ws: Sequence[str]) -> set[str]:

@@ -10,8 +10,7 @@
   switched off (LevelRAG's table 2).
 - ``draft-first``: hoptree's default (a one-call draft, the router, the planner where it sends
   the question, the one-call reader reading each hop); ``draft-first-batched`` the same with
-  one batched findings call a round, as ``full`` reads (the A/B of that step inside the draft);
-  ``draft-first-sentences`` with each hop read from the two sentences nearest it.
+  one batched findings call a round, as ``full`` reads (the A/B of that step inside the draft).
 
 Every pipeline reports the same ``PipelineOutput``: the short answer that is scored, the context
 texts the generator was shown (for retrieval success, exactly as shown: trimmed as the prompt
@@ -573,13 +572,6 @@ HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
             "the default has the one-call reader read each hop",
             _PLANNER_SEARCHERS,
             _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="batched"),
-        ),
-        PipelineSpec(
-            "draft-first-sentences",
-            "draft-first with each hop's reader shown only the two sentences of its passages "
-            "nearest the hop by embedding (PlannerSettings.findings_call='sentences')",
-            _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="sentences"),
         ),
         PipelineSpec(
             "full+tree",

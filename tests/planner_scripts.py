@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 
 from agent.hoptree_agent import HoptreeAgent
@@ -287,21 +286,3 @@ class ReportingSearcher(KeywordSearcher):
         result = await super().search(query, k=k)
         result.llm_calls = self.calls
         return result
-
-
-class WordEmbeddings(Embeddings):
-    """Bag-of-words vectors over a small vocabulary (the spouse words one dimension): which
-    sentence is nearest a query is then known to the test (``searchers.hop_sentences``)."""
-
-    VOCAB = (("spouse", "married", "wife"), ("born",), ("song",), ("singer",), ("album",),
-             ("city",))  # fmt: skip
-
-    def _vector(self, text: str) -> list[float]:
-        words = text.casefold().replace("?", " ").replace(".", " ").split()
-        return [float(any(w.startswith(v) for w in words for v in group)) for group in self.VOCAB]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
