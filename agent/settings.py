@@ -356,18 +356,6 @@ class PlannerSettings(BaseModel):
     question_search: bool = Field(
         True, description="search the question as written too; an open plan's answer reads it"
     )
-    # Measured on HotpotQA's report slice: the planner retrieved every gold paragraph for 94 of
-    # 100 questions and its reader saw them for fewer than BM25's five passages held them (a
-    # resolved plan reads 2.5 passages on average). This reads the question's own first hits
-    # beside the plan's passages: ahead of an open plan's hop passages, after a resolved plan's
-    # findings (up to answer_sources). 0 keeps the answer step as measured in the v4 rows.
-    question_hits_first: int = Field(
-        0,
-        ge=0,
-        le=10,
-        description="the question's own first hits every answer reads (0: only an open plan "
-        "reads them, after its hop passages)",
-    )
 
     # Measured on the tuning questions 1-30 of HotpotQA and MuSiQue, each arm answering the same
     # recorded plans (one filled LLM cache, only the answer call new): against "chain", an open

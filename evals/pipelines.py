@@ -383,13 +383,22 @@ PIPELINE_PLANNER_FIELDS = frozenset(
 )
 
 
+# Planner settings removed (issue 64) at the one value whose behaviour the code keeps: still
+# recorded so, so a run recorded before their removal resumes as the same measurement.
+RETIRED_PLANNER_VALUES: dict[str, Any] = {
+    "planner.unfold": False,
+    "planner.question_hits_first": 0,
+}
+
+
 def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
-    return {
+    values = {
         f"{name}.{key}": value
         for name, current in (("planner", planner), ("budgets", budgets))
         for key, value in current.model_dump(mode="json").items()
         if key not in PIPELINE_PLANNER_FIELDS
     }
+    return {**values, **RETIRED_PLANNER_VALUES}
 
 
 def planner_values(settings: Settings) -> dict[str, Any]:

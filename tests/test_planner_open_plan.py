@@ -102,38 +102,6 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     assert [s["id"] for s in result.sources][:2] == question_top
 
 
-async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> None:
-    """``question_hits_first``: an open plan answered along its chain (its second hop found
-    nothing) reads the question's own first hits ahead of its hop passages; without it its
-    first hop's passage leads."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
-    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
-    question_top = [h.id for h in index.retrieve(QUESTION, 2)]
-    hop_top = index.retrieve("city where the Eiffel Tower stands", 1)[0].id
-    budgets = BudgetSettings(max_rounds=2)
-
-    async def sources(planner: PlannerSettings) -> list[str]:
-        agent = HoptreeAgent(
-            chat, {"keywords": KeywordSearcher(index)}, planner=planner, budgets=budgets,
-            llm_timeout_s=5,
-        )  # fmt: skip
-        result = await agent.ask(QUESTION)
-        assert not result.sub_queries[1].answered  # the plan stayed open
-        return [s["id"] for s in result.sources]
-
-    assert (await sources(CHAIN))[0] == hop_top
-    led = await sources(
-        PlannerSettings(
-            draft=False,
-            supplement=True,
-            findings_call="batched",
-            open_plan_answer="chain",
-            question_hits_first=2,
-        )
-    )
-    assert led[:2] == question_top and hop_top in led and len(led) <= 5
-
-
 async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     """``open_plan_answer="one_call"`` (the default): a plan that did not resolve is answered
     by one-call RAG's reader (``prompts/rag_answer.txt``) over the question's own hits alone,

@@ -68,9 +68,7 @@ def nameless_queries(plan: Plan) -> list[str]:
     return [sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question)]
 
 
-def _answer_sources(
-    plan: Plan, limit: int, *, narrow: bool, k: int, question_first: int = 0
-) -> list[HitRecord]:
+def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[HitRecord]:
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
@@ -82,28 +80,23 @@ def _answer_sources(
     finding reads the question's retrieval first, one-call RAG as the fallback). Measured on
     MuSiQue tuning questions 1-22 by rereading the recorded runs with one-call RAG's reader:
     hop order 38.5 F1, the findings' own passages and the question's hits first (what the
-    planner read) 32.1, BM25 top-5 36.2.
-
-    ``question_first`` (``PlannerSettings.question_hits_first``) adds the question's own first
-    hits: after a resolved plan's findings' passages (up to ``limit``), ahead of an open plan's
-    hop passages."""
+    planner read) 32.1, BM25 top-5 36.2."""
     passages = dict(plan.passages)
     ranked = plan.ranked()
     findings = plan.supported_findings()
     question_hits = plan.question_hits(k)
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
-    asked = [h.id for h in question_hits[:question_first]]
     if narrow and findings:
         first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
         narrowed = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
         ids = select_evidence(plan.question, findings, ranked, passages, narrowed)
-        ids = list(dict.fromkeys([*ids, *asked]))[:limit]
+        ids = list(dict.fromkeys(ids))[:limit]
         return [passages[pid] for pid in ids]
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
     chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
     hops = chain if findings else []
-    lead = list(dict.fromkeys([*asked, *hops, *(h.id for h in question_hits)]))[:limit]
+    lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
     rest = select_evidence(plan.question, findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
@@ -203,8 +196,7 @@ def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
 
 
 def _fused_sources(plan: Plan, cfg: PlannerSettings, *, narrow: bool) -> list[HitRecord]:
-    first = cfg.question_hits_first if cfg.question_search else 0
-    return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k, question_first=first)
+    return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k)
 
 
 def _open_step_text(step: str | None) -> str:
