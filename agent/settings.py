@@ -393,17 +393,13 @@ class PlannerSettings(BaseModel):
         "fitted",
         description="after the draft: always = plan every question; never = the draft is the "
         "answer; fitted = plan the router_shapes whatever the draft, and any other question "
-        "whose draft is unsure (router_min_logprob) or, with router_weak, weak "
-        "(benchmarks/results/router.md)",
+        "whose draft is unsure (router_min_logprob; benchmarks/results/router.md)",
     )
     router_shapes: list[Literal["chain", "comparison", "choice"]] = Field(
         default_factory=lambda: ["chain", "comparison", "choice"],
         description="the question shapes the fitted router plans whatever the draft: a chain "
         "(a description to resolve first, a family relation), a comparison, a choice between "
         "two names; [] plans only unsure drafts (the default before the report slices)",
-    )
-    router_weak: bool = Field(
-        False, description="the fitted router also plans when the draft is empty or unsupported"
     )
     router_min_logprob: float | None = Field(
         -1.0,

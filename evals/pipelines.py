@@ -388,6 +388,7 @@ PIPELINE_PLANNER_FIELDS = frozenset(
 RETIRED_PLANNER_VALUES: dict[str, Any] = {
     "planner.unfold": False,
     "planner.question_hits_first": 0,
+    "planner.router_weak": False,
 }
 
 
