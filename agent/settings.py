@@ -332,25 +332,6 @@ class PlannerSettings(BaseModel):
         description="a description the plan resolves but no later query builds on: the "
         "question, with it replaced by #n, is added as the last hop",
     )
-    # When every planned query has a supported finding the plan has resolved: the reader then
-    # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
-    # far higher on the gold paragraphs alone than with distractors beside them), and a chain's
-    # short answer is its last hop's finding, not the bridge the reader tends to copy.
-    narrow_resolved: bool = Field(
-        True, description="a resolved plan's answer reads only its findings' passages"
-    )
-    chain_answer: bool = Field(
-        True, description="a resolved chain's short answer is its last hop's finding"
-    )
-    # Measured on v4's HotpotQA report rows: a resolved plan holding a query that names
-    # nothing ("year of overlap", "originates from") scored 31 F1 on 16 questions where one-call
-    # RAG scored 46-48; resolved plans without one scored 48 against 28-33. Such a plan is
-    # answered as an open plan (``open_plan_answer``), whatever its findings.
-    nameless_open: bool = Field(
-        True,
-        description="a plan with a query naming nothing (no name, number, quoted title or #n) "
-        "is answered as an open plan even when every query found something",
-    )
     # One-call RAG stays the fallback: the question is also searched as written (no LLM call),
     # and a plan that does not resolve answers from those passages after its findings' own.
     question_search: bool = Field(

@@ -389,6 +389,9 @@ RETIRED_PLANNER_VALUES: dict[str, Any] = {
     "planner.unfold": False,
     "planner.question_hits_first": 0,
     "planner.router_weak": False,
+    "planner.narrow_resolved": True,
+    "planner.chain_answer": True,
+    "planner.nameless_open": True,
 }
 
 

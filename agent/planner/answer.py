@@ -60,7 +60,7 @@ READER_ANSWERS = ("one_call", "findings_first")
 
 def nameless_queries(plan: Plan) -> list[str]:
     """The searched queries that name nothing (``queries.names_nothing``). A plan holding one
-    is answered as an open plan (``PlannerSettings.nameless_open``): measured on v4's HotpotQA
+    is answered as an open plan: measured on v4's HotpotQA
     report rows, the 16 plans with such a query that resolved scored 31 F1 where one-call RAG
     scored 46-48 on the same questions, while the 29 resolved plans without one scored 48
     against 28-33 ("year of overlap" found "2010"; "named after" found a name unrelated to the
@@ -170,15 +170,15 @@ class AnswerMode:
 
 def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
     """The answer's mode from the plan's status and the settings: a plan resolves when every
-    query found something and none names nothing (``nameless_open``); an open plan is read as
+    query found something and none names nothing (``nameless_queries``); an open plan is read as
     ``open_plan_answer`` says, as one-call RAG when the question was searched as written."""
     if not cfg.summarize:  # LevelRAG's no-summarize ablation: no findings, no chain
         return AnswerMode("passages", _fused_sources(plan, cfg, narrow=False), plan.focus(), False)
-    nameless = nameless_queries(plan) if cfg.nameless_open else []
+    nameless = nameless_queries(plan)
     complete = plan.resolved()  # every query found something
     shown_nameless = tuple(nameless) if complete else ()
     if complete and not nameless:
-        narrow = cfg.narrow_resolved and plan.whole()
+        narrow = plan.whole()
         sources = _fused_sources(plan, cfg, narrow=narrow)
         return AnswerMode("resolved", sources, plan.focus(), True, resolved=True)
     read = _reader_sources(plan, cfg)
@@ -462,7 +462,7 @@ async def compose(
         shown,
         written,
         step=step,
-        follow_chain=mode.planned and run.planner.chain_answer,
+        follow_chain=mode.planned,
         reader=isinstance(reply.value, ReaderReply),
     )
     if reply.token_logprobs:
