@@ -338,28 +338,6 @@ class PlannerSettings(BaseModel):
         True, description="search the question as written too; an open plan's answer reads it"
     )
 
-    # Measured on the tuning questions 1-30 of HotpotQA and MuSiQue, each arm answering the same
-    # recorded plans (one filled LLM cache, only the answer call new): against "chain", an open
-    # plan answered as one-call RAG gained +7.9 F1 [+1.3, +16.4] (4 wins, 0 losses) on
-    # HotpotQA and -1.6 [-7.0, +3.7] (2/4) on MuSiQue, +3.1 [-1.3, +8.4] over the 60; "hops"
-    # +1.0 and -0.4. In "chain"'s losses the gold paragraphs were shown and the reader took a
-    # wrong finding from the notes ("compilation album", "Joel Guzmán"). "one_call" answers an
-    # open plan the way one-call RAG does: the question's own hits, no notes, no open step, no
-    # chain rules (a comparison over supported findings still applies); "hops" keeps an open
-    # plan's hop passages and drops the notes likewise. "findings_first" (the same reader over
-    # each supported finding's passage, then the question's hits), re-asked on the recorded
-    # open plans of the tuning runs (``benchmarks/open_answer_ab.py``): -0.4 [-7.1, +5.9] on
-    # HotpotQA's 17, +3.5 [0.0, +10.2] (2/0) on MuSiQue's 16 against "one_call"; not yet
-    # measured end to end, so not the default.
-    open_plan_answer: Literal["chain", "hops", "one_call", "findings_first"] = Field(
-        "one_call",
-        description="how a plan that did not resolve is answered: chain = its hop passages and "
-        "notes; hops = its hop passages, no notes; one_call = the question's own hits alone, "
-        "read by one-call RAG's reader (short answer, then the shown sentence holding it); "
-        "findings_first = the same reader over each supported finding's passage, then the "
-        "question's hits",
-    )
-
     # Draft first (issue 53): one-call RAG over the question's own hits answers before any
     # plan, and reaches the person at once; the router (``agent.checks.escalation``) then decides
     # from free signals of that draft whether the plan runs. Measured offline on the recorded

@@ -392,6 +392,7 @@ RETIRED_PLANNER_VALUES: dict[str, Any] = {
     "planner.narrow_resolved": True,
     "planner.chain_answer": True,
     "planner.nameless_open": True,
+    "planner.open_plan_answer": "one_call",
 }
 
 

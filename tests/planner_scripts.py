@@ -88,9 +88,10 @@ def user_text(messages: list[BaseMessage]) -> str:
     return str(messages[-1].content)
 
 
-# the answer step an open plan had before ``open_plan_answer="one_call"`` became the default
+# an open plan read along its chain: the answer step when the question is not searched as
+# written (once also the default's, the removed ``open_plan_answer="chain"``)
 CHAIN = PlannerSettings(
-    draft=False, supplement=True, findings_call="batched", open_plan_answer="chain"
+    draft=False, supplement=True, findings_call="batched", question_search=False
 )
 
 
