@@ -277,14 +277,6 @@ class PlannerSettings(BaseModel):
         3, ge=1, le=20, description="fused passages per atomic query shown to the findings call"
     )
     passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
-    # On the MuSiQue rows the findings call took a span that is no gold hop's answer in 50 of
-    # 87 plans, most often from the gold paragraph itself (`hoptree eval plans`); "reader" asks
-    # each query as one-call RAG asks a question (``searchers/reader.py``: a short answer alone,
-    # no JSON), one call per query, over the same passages and support check. Measured one call
-    # a gold hop (benchmarks/results/hop-reading.md): the reader read more hops right on every
-    # split and phrasing, MuSiQue tuning 53.3% against 36.7%, the planner's own phrasings of 62
-    # tuning hops 30.6% against 22.6% (5 wins, 0 losses), MuSiQue report 31.7 against 30.0,
-    # 2Wiki report 58.3 against 48.3, in about two thirds of the seconds; so the default.
     findings_call: Literal["batched", "reader"] = Field(
         "reader",
         description="batched = one JSON call a round for all its queries; reader = one "
@@ -306,27 +298,14 @@ class PlannerSettings(BaseModel):
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
-    # Off by default since draft-first (issue 53): measured, follow-up rounds changed no
-    # answer on 20 of 20 HotpotQA tuning questions (1.16x slower with them), +1.2 [-1.6, +4.5]
-    # F1 on MuSiQue's report slice, -0.7 [-2.0, 0.0] on 2Wiki's (benchmarks/results/
-    # planner-supplement.md). The plan's own hops run either way; the ``full`` pipeline, LevelRAG's
-    # all-steps planner, switches them on.
     supplement: bool = Field(
         False, description="True: follow-up rounds for queries still open (LevelRAG's supplement)"
     )
-    # Measured on 2Wiki's report slice (v4 rows 1-39): the 1.5B planner planned "mother of X"
-    # alone for X's maternal grandmother and a second "father of #1" for X's father. A family
-    # relation with one reading is planned from its definition instead, with no model call
-    # (``agent.planner.relations``).
     relation_plans: bool = Field(
         True,
         description="plan a family relation with one reading ('maternal grandfather' = mother, "
         "then her father) by rule, without the decompose call",
     )
-    # Measured on MuSiQue's tuning plans (benchmarks/planning.py): the planner found a chain's
-    # bridge ("author of The Canon of Medicine") and planned the rest without it ("Venus"), so
-    # nothing built on the bridge; the question itself, the bridge's span replaced by its #n,
-    # becomes the last hop (``agent.planner.queries.residual_hop``).
     residual_hop: bool = Field(
         True,
         description="a description the plan resolves but no later query builds on: the "
@@ -338,11 +317,6 @@ class PlannerSettings(BaseModel):
         True, description="search the question as written too; an open plan's answer reads it"
     )
 
-    # Draft first (issue 53): one-call RAG over the question's own hits answers before any
-    # plan, and reaches the person at once; the router (``agent.checks.escalation``) then decides
-    # from free signals of that draft whether the plan runs. Measured offline on the recorded
-    # tuning rows (``benchmarks/results/router.md``): an open plan keeping the draft instead of
-    # reading the question again was +4.8 F1 [+0.5, +9.7] over always planning.
     draft: bool = Field(
         True,
         description="answer with one-call RAG over the question's own hits first (the draft, "
