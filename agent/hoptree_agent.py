@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
 from agent.planner.answer import AgentRunError
@@ -68,7 +67,6 @@ class HoptreeAgent:
         max_question_chars: int = MAX_QUESTION_CHARS,
         model_label: str = "hoptree",
         checkpointer: Any = None,
-        embeddings: Embeddings | None = None,
     ) -> None:
         if not searchers:
             raise AgentError("the planner needs at least one searcher")
@@ -80,7 +78,6 @@ class HoptreeAgent:
         self.max_question_chars = max_question_chars
         self.model_label = model_label
         self.checkpointer = checkpointer
-        self.embeddings = embeddings
         names = list(self.searchers)
         self._graph = build_planner_graph(names)
         self._threaded = build_planner_graph(names, checkpointer) if checkpointer else None
@@ -132,7 +129,6 @@ class HoptreeAgent:
             tracker=UsageTracker(),
             llm_timeout_s=self.llm_timeout_s,
             deadline_s=min(deadline_s or self.budgets.deadline_s, self.budgets.deadline_s),
-            embeddings=self.embeddings,
         )
 
     async def run(
@@ -301,7 +297,6 @@ def build_agent(
         max_question_chars=settings.server.max_question_chars,
         model_label=model_label,
         checkpointer=checkpointer,
-        embeddings=context.embeddings,
     )
 
 

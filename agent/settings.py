@@ -277,25 +277,10 @@ class PlannerSettings(BaseModel):
         3, ge=1, le=20, description="fused passages per atomic query shown to the findings call"
     )
     passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
-    # On the MuSiQue rows the findings call took a span that is no gold hop's answer in 50 of
-    # 87 plans, most often from the gold paragraph itself (`hoptree eval plans`); "reader" asks
-    # each query as one-call RAG asks a question (``searchers/reader.py``: a short answer alone,
-    # no JSON), one call per query, over the same passages and support check. Measured one call
-    # a gold hop (benchmarks/results/hop-reading.md): the reader read more hops right on every
-    # split and phrasing, MuSiQue tuning 53.3% against 36.7%, the planner's own phrasings of 62
-    # tuning hops 30.6% against 22.6% (5 wins, 0 losses), MuSiQue report 31.7 against 30.0,
-    # 2Wiki report 58.3 against 48.3, in about two thirds of the seconds; so the default.
-    # sentences (searchers/hop_sentences.py): the reader shown only the two sentences of the
-    # query's passages nearest it by embedding; 48.9% against 43.3% on 90 clean MuSiQue
-    # tuning hops, level on the planner's own phrasings (30.6% both), at ~60% of the seconds;
-    # end to end +6.7 F1 on MuSiQue tuning 1-30 and -7.5 on 2Wiki tuning 1-20 (3 won, 5 lost),
-    # so not the default (evals/results/v8/tune/*/sentences-ab.md).
-    findings_call: Literal["batched", "reader", "sentences"] = Field(
+    findings_call: Literal["batched", "reader"] = Field(
         "reader",
         description="batched = one JSON call a round for all its queries; reader = one "
-        "one-call-RAG reader call per query (more calls, far shorter replies); sentences = "
-        "the same reader shown only the two sentences of the query's passages nearest it by "
-        "embedding (needs an index with embeddings; else as reader)",
+        "one-call-RAG reader call per query (more calls, far shorter replies)",
     )
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
@@ -313,109 +298,25 @@ class PlannerSettings(BaseModel):
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
-    # Off by default since draft-first (issue 53): measured, follow-up rounds changed no
-    # answer on 20 of 20 HotpotQA tuning questions (1.16x slower with them), +1.2 [-1.6, +4.5]
-    # F1 on MuSiQue's report slice, -0.7 [-2.0, 0.0] on 2Wiki's (benchmarks/results/
-    # planner-supplement.md). The plan's own hops run either way; the ``full`` pipeline, LevelRAG's
-    # all-steps planner, switches them on.
     supplement: bool = Field(
         False, description="True: follow-up rounds for queries still open (LevelRAG's supplement)"
     )
-    # Measured on 2Wiki's report slice (v4 rows 1-39): the 1.5B planner planned "mother of X"
-    # alone for X's maternal grandmother and a second "father of #1" for X's father. A family
-    # relation with one reading is planned from its definition instead, with no model call
-    # (``agent.planner.relations``).
     relation_plans: bool = Field(
         True,
         description="plan a family relation with one reading ('maternal grandfather' = mother, "
         "then her father) by rule, without the decompose call",
     )
-    # Measured on MuSiQue's tuning plans (benchmarks/planning.py): the planner found a chain's
-    # bridge ("author of The Canon of Medicine") and planned the rest without it ("Venus"), so
-    # nothing built on the bridge; the question itself, the bridge's span replaced by its #n,
-    # becomes the last hop (``agent.planner.queries.residual_hop``).
     residual_hop: bool = Field(
         True,
         description="a description the plan resolves but no later query builds on: the "
         "question, with it replaced by #n, is added as the last hop",
-    )
-    # Measured on the same plans: a 3- or 4-hop chain was most often planned as one query that
-    # folds it ("county where the most populous city in the state where WDXQ can be found"),
-    # whose search finds the outermost thing at best; it is written out as its hops, innermost
-    # first, each building on the one before (``agent.planner.queries.unfold_plan``). Off by
-    # default: the plans match the gold chain far more often (MuSiQue report 3-4-hop 32% ->
-    # 54%), but end to end on the 27 tuning 3-4-hop questions the answers were no better (F1
-    # -4.0 [-11.6, 0.0], 0 wins 2 losses) at +0.5 calls and +14 s a question: each added hop is
-    # one more read the 1.5B reader gets right about one time in three.
-    unfold: bool = Field(
-        False,
-        description="a planned query that nests descriptions ('capital of the state where X "
-        "was born') is planned as their chain of hops, innermost first",
-    )
-    # When every planned query has a supported finding the plan has resolved: the reader then
-    # reads only the findings' passages (the oracle's shape: measured, the 1.5B reader scores
-    # far higher on the gold paragraphs alone than with distractors beside them), and a chain's
-    # short answer is its last hop's finding, not the bridge the reader tends to copy.
-    narrow_resolved: bool = Field(
-        True, description="a resolved plan's answer reads only its findings' passages"
-    )
-    chain_answer: bool = Field(
-        True, description="a resolved chain's short answer is its last hop's finding"
-    )
-    # Measured on v4's HotpotQA report rows: a resolved plan holding a query that names
-    # nothing ("year of overlap", "originates from") scored 31 F1 on 16 questions where one-call
-    # RAG scored 46-48; resolved plans without one scored 48 against 28-33. Such a plan is
-    # answered as an open plan (``open_plan_answer``), whatever its findings.
-    nameless_open: bool = Field(
-        True,
-        description="a plan with a query naming nothing (no name, number, quoted title or #n) "
-        "is answered as an open plan even when every query found something",
     )
     # One-call RAG stays the fallback: the question is also searched as written (no LLM call),
     # and a plan that does not resolve answers from those passages after its findings' own.
     question_search: bool = Field(
         True, description="search the question as written too; an open plan's answer reads it"
     )
-    # Measured on HotpotQA's report slice: the planner retrieved every gold paragraph for 94 of
-    # 100 questions and its reader saw them for fewer than BM25's five passages held them (a
-    # resolved plan reads 2.5 passages on average). This reads the question's own first hits
-    # beside the plan's passages: ahead of an open plan's hop passages, after a resolved plan's
-    # findings (up to answer_sources). 0 keeps the answer step as measured in the v4 rows.
-    question_hits_first: int = Field(
-        0,
-        ge=0,
-        le=10,
-        description="the question's own first hits every answer reads (0: only an open plan "
-        "reads them, after its hop passages)",
-    )
 
-    # Measured on the tuning questions 1-30 of HotpotQA and MuSiQue, each arm answering the same
-    # recorded plans (one filled LLM cache, only the answer call new): against "chain", an open
-    # plan answered as one-call RAG gained +7.9 F1 [+1.3, +16.4] (4 wins, 0 losses) on
-    # HotpotQA and -1.6 [-7.0, +3.7] (2/4) on MuSiQue, +3.1 [-1.3, +8.4] over the 60; "hops"
-    # +1.0 and -0.4. In "chain"'s losses the gold paragraphs were shown and the reader took a
-    # wrong finding from the notes ("compilation album", "Joel Guzmán"). "one_call" answers an
-    # open plan the way one-call RAG does: the question's own hits, no notes, no open step, no
-    # chain rules (a comparison over supported findings still applies); "hops" keeps an open
-    # plan's hop passages and drops the notes likewise. "findings_first" (the same reader over
-    # each supported finding's passage, then the question's hits), re-asked on the recorded
-    # open plans of the tuning runs (``benchmarks/open_answer_ab.py``): -0.4 [-7.1, +5.9] on
-    # HotpotQA's 17, +3.5 [0.0, +10.2] (2/0) on MuSiQue's 16 against "one_call"; not yet
-    # measured end to end, so not the default.
-    open_plan_answer: Literal["chain", "hops", "one_call", "findings_first"] = Field(
-        "one_call",
-        description="how a plan that did not resolve is answered: chain = its hop passages and "
-        "notes; hops = its hop passages, no notes; one_call = the question's own hits alone, "
-        "read by one-call RAG's reader (short answer, then the shown sentence holding it); "
-        "findings_first = the same reader over each supported finding's passage, then the "
-        "question's hits",
-    )
-
-    # Draft first (issue 53): one-call RAG over the question's own hits answers before any
-    # plan, and reaches the person at once; the router (``agent.checks.escalation``) then decides
-    # from free signals of that draft whether the plan runs. Measured offline on the recorded
-    # tuning rows (``benchmarks/results/router.md``): an open plan keeping the draft instead of
-    # reading the question again was +4.8 F1 [+0.5, +9.7] over always planning.
     draft: bool = Field(
         True,
         description="answer with one-call RAG over the question's own hits first (the draft, "
@@ -425,17 +326,13 @@ class PlannerSettings(BaseModel):
         "fitted",
         description="after the draft: always = plan every question; never = the draft is the "
         "answer; fitted = plan the router_shapes whatever the draft, and any other question "
-        "whose draft is unsure (router_min_logprob) or, with router_weak, weak "
-        "(benchmarks/results/router.md)",
+        "whose draft is unsure (router_min_logprob; benchmarks/results/router.md)",
     )
     router_shapes: list[Literal["chain", "comparison", "choice"]] = Field(
         default_factory=lambda: ["chain", "comparison", "choice"],
         description="the question shapes the fitted router plans whatever the draft: a chain "
         "(a description to resolve first, a family relation), a comparison, a choice between "
         "two names; [] plans only unsure drafts (the default before the report slices)",
-    )
-    router_weak: bool = Field(
-        False, description="the fitted router also plans when the draft is empty or unsupported"
     )
     router_min_logprob: float | None = Field(
         -1.0,

@@ -14,7 +14,7 @@ Scored per arm:
   one hop's answer into the next.
 - ``hops ok``: as many planned queries as gold hops (MuSiQue, 2Wiki).
 - ``nameless``: plans with a query naming nothing (``queries.names_nothing``); measured on v4's
-  HotpotQA rows, such plans resolved wrongly (``PlannerSettings.nameless_open``).
+  HotpotQA rows, such plans resolved wrongly (``agent.planner.answer.nameless_queries``).
 - ``alternatives``: comparisons whose every alternative some query names.
 - ``dropped``: planned queries the rules dropped (copied examples, off-topic relations).
 - failed calls, prompt and completion tokens, seconds.
@@ -58,7 +58,6 @@ from agent.planner.queries import (
     names_nothing,
     plan_sub_queries,
     residual_hop,
-    unfolded,
 )
 from agent.planner.relations import relation_plan
 from agent.runtime.chat_models import build_chat_model
@@ -110,18 +109,13 @@ class Plan:
         return total or None
 
 
-def planned(
-    question: str, raw: list[str], *, residual: bool = False, unfold: bool = False
-) -> list[str]:
+def planned(question: str, raw: list[str], *, residual: bool = False) -> list[str]:
     """The queries the decompose node keeps from ``raw`` and their implicit ``#n`` (with
-    ``residual``, the residual last hop the node adds, ``PlannerSettings.residual_hop``; with
-    ``unfold``, folded chains written out, ``PlannerSettings.unfold``)."""
+    ``residual``, the residual last hop the node adds, ``PlannerSettings.residual_hop``)."""
     limit = MAX_QUERIES_PER_CALL
     pairs = kept_queries(raw, question, limit)
     if residual:
         pairs = residual_hop(pairs, question, limit)
-    if unfold:
-        pairs = unfolded(pairs, question, limit)
     pairs = pairs or clean_queries([question], set(), 1)
     ready, waiting = plan_sub_queries(pairs, 0, "decompose")
     return [q["query"] for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))]
@@ -133,7 +127,6 @@ async def plan_one(
     slots: asyncio.Semaphore,
     *,
     residual: bool = False,
-    unfold: bool = False,
 ) -> None:
     text = item.question.question
     messages = prompts.render(
@@ -149,7 +142,7 @@ async def plan_one(
         )
     item.raw = [str(q) for q in reply.value.queries] if reply.value else []
     item.failed = reply.value is None
-    item.queries = planned(text, item.raw, residual=residual, unfold=unfold)
+    item.queries = planned(text, item.raw, residual=residual)
 
 
 def use_prompts(folder: Path) -> None:

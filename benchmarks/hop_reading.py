@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
+import math
 import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,8 +65,6 @@ from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings
 from agent.settings import LLMSettings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
-from searchers.hop_reader import READ_CHARS, about_order, bm25_scores, read_hop
-from searchers.hop_sentences import nearest_sentences
 from searchers.passages import Hit, Passage, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
@@ -170,6 +169,32 @@ def asked_text(raw: str, earlier: Sequence[str]) -> str:
 
 def _tokens(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(text)]
+
+
+def bm25_scores(
+    query: str,
+    docs: Sequence[str],
+    *,
+    tokens: Callable[[str], list[str]],
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[float]:
+    """BM25 of ``query`` for each of ``docs``, the docs themselves the corpus (a handful of
+    shown passages; no index is worth building for them)."""
+    toks = [tokens(d) for d in docs]
+    asked = set(tokens(query))
+    avg = sum(map(len, toks)) / max(1, len(toks))
+    df: Counter[str] = Counter(w for t in toks for w in set(t))
+    scores = []
+    for t in toks:
+        tf = Counter(t)
+        s = 0.0
+        for w in asked:
+            if w in tf:
+                idf = math.log(1 + (len(toks) - df[w] + 0.5) / (df[w] + 0.5))
+                s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / max(avg, 1)))
+        scores.append(s)
+    return scores
 
 
 def bm25_order(query: str, docs: Sequence[str]) -> list[int]:
@@ -342,33 +367,6 @@ async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Re
     return await _read_as_question(chat, item, shown_text(item), scope)
 
 
-def one_by_one(max_reads: int) -> Arm:
-    """``searchers.hop_reader``: the passages most about the hop first, each read alone with
-    "not here" allowed, until one states a supported answer (at most ``max_reads`` calls)."""
-
-    async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-        hits = item.hits()
-        found = await read_hop(chat, item.text, hits, scope=scope, supported=support,
-                               max_reads=max_reads)  # fmt: skip
-        cited = [hits.index(found.hit) + 1] if found.hit is not None else []
-        return Read(found.answer, cited, calls=found.calls, error=found.error)
-
-    return read
-
-
-async def read_reader_ordered(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-    """One-call RAG's reader over the same passages, the one most about the hop first."""
-    text = shown_text(item, about_order(item.text, item.hits()))
-    return await _read_as_question(chat, item, text, scope)
-
-
-async def read_reader_best(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-    """One-call RAG's reader over the one passage most about the hop, alone and wider."""
-    best = about_order(item.text, item.hits())[:1]
-    text = numbered_passages(best, max_chars=READ_CHARS, query=item.text, titled=True)
-    return await _read_as_question(chat, item, text, scope)
-
-
 _ASKING = re.compile(
     r"^(who|whom|whose|what|when|where|which|why|how|is|are|was|were|did|does|do|can|name)\b",
     re.IGNORECASE,
@@ -469,49 +467,13 @@ def choose_read(reads: Sequence[dict[str, Any]], how: str = "mean") -> str:
     return str(max(good, key=sure)["answer"])
 
 
-@functools.cache
-def _embedder() -> Any:
-    """The configured sentence embeddings, built on first use (only the sentence arms need
-    them)."""
-    from agent.runtime.embeddings import make_embeddings
-    from agent.settings import Settings
-
-    settings = Settings()
-    return make_embeddings(settings.embeddings, settings.models_dir)
-
-
-def sentence_first(k: int, lead: bool = False) -> Arm:
-    """Sentence first, span second (``searchers.hop_sentences``): the ``k`` sentences of the
-    shown passages nearest the hop (MiniLM, no call) shown alone under their titles to one-call
-    RAG's reader (one call). The reader then sees the relation's own sentence without the other
-    names of its paragraph."""
-
-    async def read(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-        chosen = await nearest_sentences(item.text, item.hits(), _embedder(), k, lead=lead)
-        text = numbered_passages(chosen, max_chars=READ_CHARS, query=item.text, titled=True)
-        read = await _read_as_question(chat, item, text, scope)
-        read.detail = {"sentences": [h.passage.text for h in chosen],
-                       "gold_chosen": any(h.id == item.gold_id for h in chosen)}  # fmt: skip
-        return read
-
-    return read
-
-
 ARMS: dict[str, Arm] = {
-    "reader_ordered": read_reader_ordered,
-    "reader_best": read_reader_best,
     "findings": read_findings,
     "reader": read_reader,
-    "one_by_one": one_by_one(3),
-    "best_one": one_by_one(1),
     "reader_asked": read_reader_asked,
     "reader_recheck": read_reader_recheck,
     "reader_each": each_passage(lambda text: text),
     "reader_each_asked": each_passage(as_question),
-    "reader_sentence": sentence_first(1),
-    "reader_sentences": sentence_first(2),
-    "reader_sentences3": sentence_first(3),
-    "reader_sentences_lead": sentence_first(2, lead=True),
 }
 
 

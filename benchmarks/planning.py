@@ -43,11 +43,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query, unfold_plan
+from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query
 from agent.planner.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format
-from searchers.hop_reader import content_words
-from searchers.text import fold
+from searchers.text import STOPWORDS, WORD, fold, stem
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SPLITS: dict[str, tuple[Path, int, int | None]] = {
@@ -68,7 +67,8 @@ _KB_WORDS = {"administrative", "territorial", "entity", "located"}
 
 def words(text: str) -> list[str]:
     """Content words, folded and crudely stemmed, as the planner's own checks compare them."""
-    return [w for w in content_words(text) if w not in _FILLER]
+    stems = (stem(w) for w in WORD.findall(fold(text)) if w not in STOPWORDS)
+    return [w for w in stems if w not in _FILLER]
 
 
 def _prefixes(ws: Sequence[str]) -> set[str]:
@@ -239,18 +239,6 @@ def with_residual(question: EvalQuestion, plan: list[PlannedQuery]) -> list[Plan
     return [*plan, PlannedQuery(found[1], (found[0],))]
 
 
-def with_unfolded(question: EvalQuestion, plan: list[PlannedQuery]) -> list[PlannedQuery]:
-    """A recorded plan with each query that folds a chain into one description written out
-    as its hops (``PlannerSettings.unfold``), a replay of the rule at no call."""
-    if relation_plan(question.question) is not None:
-        return plan
-    texts, needs = unfold_plan(
-        [q.text for q in plan], [set(q.needs) for q in plan], question.question,
-        MAX_QUERIES_PER_CALL,
-    )  # fmt: skip
-    return [PlannedQuery(t, tuple(sorted(n))) for t, n in zip(texts, needs, strict=True)]
-
-
 def planned_queries(queries: Sequence[str]) -> list[PlannedQuery]:
     """Plan strings with ``#n`` references (1-based) as planned queries."""
     return [
@@ -347,12 +335,8 @@ async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQue
                     continue
                 batch.append(decompose_ab.Plan(q, "live"))
             residual = settings.planner.residual_hop
-            unfold = settings.planner.unfold
             await asyncio.gather(
-                *(
-                    decompose_ab.plan_one(handle.model, p, slots, residual=residual, unfold=unfold)
-                    for p in batch
-                )
+                *(decompose_ab.plan_one(handle.model, p, slots, residual=residual) for p in batch)
             )
             for p in batch:
                 plans[p.question.id] = planned_queries(p.queries)
@@ -388,11 +372,6 @@ def main() -> None:
         action="store_true",
         help="with --rows or --replay: the residual last hop replayed on those plans (no call)",
     )
-    parser.add_argument(
-        "--unfold",
-        action="store_true",
-        help="with --rows or --replay: folded chains unfolded on those plans (no call)",
-    )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument(
         "--plans", type=Path, help="also write each question's plan and verdict here (JSONL)"
@@ -408,9 +387,6 @@ def main() -> None:
     if args.residual:
         by_id = {q.id: q for q in questions}
         plans = {i: with_residual(by_id[i], p) if i in by_id else p for i, p in plans.items()}
-    if args.unfold:
-        by_id = {q.id: q for q in questions}
-        plans = {i: with_unfolded(by_id[i], p) if i in by_id else p for i, p in plans.items()}
     table = score(questions, plans)
     print(markdown(args.split, table))
     if args.json:

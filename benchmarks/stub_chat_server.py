@@ -158,8 +158,6 @@ def reply_for(kind: str, user: str) -> dict[str, Any] | str:
         return {"answer": "unknown"}
     if kind == "rag_answer":
         return {"answer": top_title or "unknown"}
-    if kind == "hop_read":  # one passage read alone: the stub never finds the hop in it
-        return {"answer": ""}
     if kind == "sparse_rewrite":
         return {"query": _keywords(_field(user, "Query")) or "unknown"}
     if kind == "hyde":

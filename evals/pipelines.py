@@ -10,8 +10,7 @@
   switched off (LevelRAG's table 2).
 - ``draft-first``: hoptree's default (a one-call draft, the router, the planner where it sends
   the question, the one-call reader reading each hop); ``draft-first-batched`` the same with
-  one batched findings call a round, as ``full`` reads (the A/B of that step inside the draft);
-  ``draft-first-sentences`` with each hop read from the two sentences nearest it.
+  one batched findings call a round, as ``full`` reads (the A/B of that step inside the draft).
 
 Every pipeline reports the same ``PipelineOutput``: the short answer that is scored, the context
 texts the generator was shown (for retrieval success, exactly as shown: trimmed as the prompt
@@ -43,7 +42,7 @@ from agent.hoptree_agent import HoptreeAgent, build_agent
 from agent.results import AskResult
 from agent.runtime.usage import StepUsage, UsageTracker
 from agent.searching import searcher_options
-from agent.settings import BudgetSettings, PlannerSettings, Settings
+from agent.settings import PlannerSettings, Settings
 from evals.closed_book import answer_closed_book
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
@@ -381,37 +380,6 @@ def planner_context(result: AskResult, planner: PlannerSettings) -> tuple[list[s
     return contexts, titles
 
 
-# what each planner pipeline sets itself; the rest of PlannerSettings comes from the settings
-PIPELINE_PLANNER_FIELDS = frozenset(
-    {"searchers", "decompose", "summarize", "supplement", "draft", "findings_call"}
-)
-
-
-def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
-    return {
-        f"{name}.{key}": value
-        for name, current in (("planner", planner), ("budgets", budgets))
-        for key, value in current.model_dump(mode="json").items()
-        if key not in PIPELINE_PLANNER_FIELDS
-    }
-
-
-def planner_values(settings: Settings) -> dict[str, Any]:
-    """Every planner and budget setting a planner run answers with ("planner.answer_sources":
-    5, ...), defaults included, which ``run.json`` also records: a default changed in the code
-    (``open_plan_answer`` became "one_call") makes rows of another answer step that
-    ``planner_overrides`` alone cannot tell apart."""
-    return _planner_values(settings.planner, settings.budgets)
-
-
-def planner_overrides(settings: Settings) -> dict[str, Any]:
-    """The planner and budget settings that differ from their defaults ("planner.answer_sources":
-    8), which a planner run records in ``run.json``: rows made with other settings are another
-    measurement, and resuming a run must not mix them."""
-    default = _planner_values(type(settings.planner)(), type(settings.budgets)())
-    return {k: v for k, v in planner_values(settings).items() if v != default[k]}
-
-
 def planner_settings(
     ctx: EvalContext, searchers: Sequence[str], **switches: bool | str
 ) -> PlannerSettings:
@@ -576,13 +544,6 @@ HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
             "the default has the one-call reader read each hop",
             _PLANNER_SEARCHERS,
             _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="batched"),
-        ),
-        PipelineSpec(
-            "draft-first-sentences",
-            "draft-first with each hop's reader shown only the two sentences of its passages "
-            "nearest the hop by embedding (PlannerSettings.findings_call='sentences')",
-            _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="sentences"),
         ),
         PipelineSpec(
             "full+tree",

@@ -10,7 +10,7 @@ each hop's answer and paragraph) every plan falls in the first class that fits:
 - ``resolved off the chain``: resolved, but a finding is no gold hop's answer (the plan asked
   something else, or the findings step took the wrong span);
 - ``open: nameless query``: a query named nothing, so the plan was answered as open
-  (``PlannerSettings.nameless_open``);
+  (``agent.planner.answer.nameless_queries``);
 - ``open: a wrong finding``: a supported finding is no gold hop's answer: the chain went
   astray before the hop that failed (a wrong bridge fills the next hop with the wrong name);
 - ``open: gold shown, unsupported``: the first query without a finding had a gold paragraph

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from agent.settings import BudgetSettings, PlannerSettings, Settings
 from evals.provenance import code_version
 from evals.report import DETAILS_FILE, ReportError, parse_details
 from searchers.index_dir import now_iso
@@ -59,6 +60,51 @@ def _difference(key: str, there: Any, now: Any) -> str:
         there = {k: there.get(k) for k in changed}
         now = {k: now.get(k) for k in changed}
     return f"{key}: {there!r} there, {now!r} now"
+
+
+# what each planner pipeline sets itself; the rest of PlannerSettings comes from the settings
+PIPELINE_PLANNER_FIELDS = frozenset(
+    {"searchers", "decompose", "summarize", "supplement", "draft", "findings_call"}
+)
+
+
+# Planner settings removed (issue 64) at the one value whose behaviour the code keeps: still
+# recorded so, so a run recorded before their removal resumes as the same measurement.
+RETIRED_PLANNER_VALUES: dict[str, Any] = {
+    "planner.unfold": False,
+    "planner.question_hits_first": 0,
+    "planner.router_weak": False,
+    "planner.narrow_resolved": True,
+    "planner.chain_answer": True,
+    "planner.nameless_open": True,
+    "planner.open_plan_answer": "one_call",
+}
+
+
+def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
+    values = {
+        f"{name}.{key}": value
+        for name, current in (("planner", planner), ("budgets", budgets))
+        for key, value in current.model_dump(mode="json").items()
+        if key not in PIPELINE_PLANNER_FIELDS
+    }
+    return {**values, **RETIRED_PLANNER_VALUES}
+
+
+def planner_values(settings: Settings) -> dict[str, Any]:
+    """Every planner and budget setting a planner run answers with ("planner.answer_sources":
+    5, ...), defaults included, which ``run.json`` also records: a default changed in the code
+    (``open_plan_answer`` became "one_call") makes rows of another answer step that
+    ``planner_overrides`` alone cannot tell apart."""
+    return _planner_values(settings.planner, settings.budgets)
+
+
+def planner_overrides(settings: Settings) -> dict[str, Any]:
+    """The planner and budget settings that differ from their defaults ("planner.answer_sources":
+    8), which a planner run records in ``run.json``: rows made with other settings are another
+    measurement, and resuming a run must not mix them."""
+    default = _planner_values(type(settings.planner)(), type(settings.budgets)())
+    return {k: v for k, v in planner_values(settings).items() if v != default[k]}
 
 
 class EvalRunError(ValueError):

@@ -69,8 +69,6 @@ from evals.pipelines import (
     PipelineOutput,
     PipelineSpec,
     SpentError,
-    planner_overrides,
-    planner_values,
     usage_output,
 )
 from evals.provenance import code_version
@@ -88,6 +86,8 @@ from evals.run_directory import (
     RunDirectory,
     append_row,
     dataset_label,
+    planner_overrides,
+    planner_values,
     run_fields,
 )
 from searchers.corpus import file_sha256

@@ -2,7 +2,7 @@
 in one call whose reply is the short answer alone (``prompts/rag_answer.txt``).
 
 The one-call baselines read with it, and so does the planner when a plan does not resolve
-(``PlannerSettings.open_plan_answer="one_call"``): measured on the v4 tuning rows, the planner's
+(``agent.planner.answer.choose_mode``): measured on the v4 tuning rows, the planner's
 own answer prompt (a short and a cited long answer) wrote longer short answers over the same
 passages than this reader ("Tulsa, Oklahoma" for "Tulsa", a clause copied from a passage for
 "Chinese"), and its open plans scored 62-65 F1 where the one-call run scored 69-71 on the same

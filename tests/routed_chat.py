@@ -23,7 +23,6 @@ from tests.scripted_chat import ScriptedChatModel
 ROUTES = {
     "decompose": "decompose",
     "findings": "summarize",
-    "hop_read": "hop_read",
     "verify": "verify",
     "answer": "answer",
     "searcher_extract": "extract",

@@ -179,3 +179,11 @@ def test_an_unsupported_chain_does_not_replace_the_draft() -> None:
     assert (chosen.answer, chosen.source) == ("Tulsa", "draft")
     empty = final_choice(Candidate("Tulsa", True), "resolved", Candidate("  ", True))
     assert empty.source == "draft"
+
+
+def test_the_router_defaults_are_the_planner_settings() -> None:
+    """``Policy``'s defaults are read from ``PlannerSettings``, the one place they are written."""
+    from agent.planner.draft import router_policy
+    from agent.settings import PlannerSettings
+
+    assert router_policy(PlannerSettings()) == FITTED == Policy()

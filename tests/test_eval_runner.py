@@ -315,7 +315,7 @@ async def test_a_planner_run_records_its_non_default_settings_and_keeps_them(
     settings that differ from the defaults, and a resume with other ones is refused. One-call
     runs do not read the planner's settings and record none."""
     wider = eval_settings.model_copy(
-        update={"planner": eval_settings.planner.model_copy(update={"question_hits_first": 2})}
+        update={"planner": eval_settings.planner.model_copy(update={"answer_sources": 8})}
     )
     out = tmp_path / "full"
     await run_eval(
@@ -323,8 +323,8 @@ async def test_a_planner_run_records_its_non_default_settings_and_keeps_them(
         context(wider, scripted_chat(), embeddings),
     )
     recorded = json.loads((out / "run.json").read_text())
-    assert recorded["planner"] == {"planner.question_hits_first": 2}
-    with pytest.raises(EvalRunError, match=r"planner: \{'planner.question_hits_first': 2\} there"):
+    assert recorded["planner"] == {"planner.answer_sources": 8}
+    with pytest.raises(EvalRunError, match=r"planner: \{'planner.answer_sources': 8\} there"):
         await run_eval(
             RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
             context(eval_settings, scripted_chat(), embeddings),

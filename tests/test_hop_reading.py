@@ -12,7 +12,6 @@ import pytest
 
 from evals.datasets import EvalQuestion, GoldHop
 from tests.benchmark_module import load_benchmark
-from tests.planner_scripts import WordEmbeddings
 from tests.routed_chat import RoutedChatModel
 
 PARAGRAPHS = [
@@ -285,28 +284,6 @@ def test_each_passage_is_read_alone(bench: ModuleType, tmp_path: Path) -> None:
     assert len(seen) == 3 and all(text.count("[1]") == 1 and "[2]" not in text for text in seen)
     assert rows[0]["answer"] == "Caroline Boyer" and rows[0]["em"] == 1
     assert rows[0]["calls"] == 3 and len(rows[0]["detail"]["reads"]) == 3
-
-
-def test_sentence_first_shows_the_nearest_sentences_alone(
-    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bench, "_embedder", WordEmbeddings)
-    item = bench.hop_items(question(), "mixed")[1]  # "Who is the spouse of Luke Bryan ?"
-    seen: list[str] = []
-
-    def read(messages: list) -> str:
-        seen.append(str(messages[-1].content))
-        return json.dumps({"answer": "Caroline Boyer"})
-
-    chat = RoutedChatModel(routes={"rag_answer": read})
-    rows = asyncio.run(
-        bench.run(chat, [item], ["reader_sentence"], split="t", shown="mixed", out=tmp_path)
-    )
-    (prompt,) = seen
-    # the spouse sentence alone, under its paragraph's title; not the rest of that paragraph
-    assert "Luke Bryan is married to Caroline Boyer." in prompt and "Luke Bryan" in prompt
-    assert "Leesburg" not in prompt and "[2]" not in prompt
-    assert rows[0]["em"] == 1 and rows[0]["detail"]["gold_chosen"] is True
 
 
 def test_rows_of_another_model_carry_its_name(bench: ModuleType, tmp_path: Path) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage
 
-from agent.hoptree_agent import HoptreeAgent
-from agent.settings import BudgetSettings, PlannerSettings
+from agent.settings import PlannerSettings
 from searchers.passages import Passage
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (
@@ -157,32 +156,3 @@ async def test_a_chain_question_planned_as_one_query_keeps_the_wide_context(inde
     check = next(e for e in result.trace if e.kind == "answer").data["check"]
     assert check["plan_resolved"] is True  # its one query was answered ...
     assert len(result.sources) > 2  # ... but one query does not cover a chain question
-
-
-async def test_a_resolved_plan_reads_the_questions_first_hits_after_its_findings(index) -> None:
-    """A resolved plan reads its findings' passages; with ``question_hits_first`` the
-    question's own first hits follow them, within ``answer_sources``."""
-    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
-
-    async def sources(planner: PlannerSettings) -> list[str]:
-        agent = HoptreeAgent(
-            two_hop_chat(), {"keywords": KeywordSearcher(index)}, planner=planner,
-            budgets=BudgetSettings(), llm_timeout_s=5,
-        )  # fmt: skip
-        result = await agent.ask(QUESTION)
-        assert all(q.answered for q in result.sub_queries)  # resolved: Paris, then the Seine
-        return [s["id"] for s in result.sources]
-
-    narrow = await sources(PlannerSettings(draft=False, supplement=True, findings_call="batched"))
-    wide = await sources(
-        PlannerSettings(
-            draft=False,
-            supplement=True,
-            findings_call="batched",
-            question_hits_first=3,
-            answer_sources=4,
-        )
-    )
-    assert wide[: len(narrow)] == narrow  # the findings' passages still lead
-    expected = list(dict.fromkeys([*narrow, *question_top]))[:4]
-    assert wide == expected and len(wide) > len(narrow)

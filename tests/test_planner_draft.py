@@ -138,16 +138,6 @@ async def test_router_never_keeps_the_draft_even_for_a_chain(index) -> None:
     assert result.short_answer == "Seine" and result.draft is not None
 
 
-async def test_a_weak_draft_is_planned_when_the_router_reads_weakness(index) -> None:
-    chat = two_hop_chat()
-    chat.routes["rag_answer"] = reply(answer="unknown")
-    weak = PlannerSettings(router_weak=True)
-    result = await agent_with(chat, [KeywordSearcher(index)], weak).ask(SINGLE)
-    assert result.draft is not None and result.draft["signals"]["empty"] is True
-    assert result.draft["decision"]["reason"].startswith("weak draft")
-    assert "decompose" in routes(chat)
-
-
 async def test_a_draft_that_cannot_be_written_hands_over_to_the_plan(index) -> None:
     chat = two_hop_chat()
     reader, calls = chat.routes["rag_answer"], []

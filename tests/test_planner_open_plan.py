@@ -43,7 +43,7 @@ async def test_an_open_plan_reads_everything_found(index) -> None:
 
 
 async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
-    """With ``open_plan_answer="chain"`` an open plan with a supported finding reads its chain
+    """Not searched as written (``CHAIN``), an open plan with a supported finding reads its chain
     the way the oracle does: the first passages of each searched query in plan order, then the
     question's own retrieval."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
@@ -60,7 +60,7 @@ async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
 
 
 async def test_the_reader_is_told_which_step_of_an_open_chain_is_still_open(index) -> None:
-    """The first hop found Paris, the last hop found nothing: with ``open_plan_answer="chain"``
+    """The first hop found Paris, the last hop found nothing: read along its chain
     the answer prompt names the last hop, with Paris filled in, as the step the short answer
     must answer (not the bridge)."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
@@ -102,44 +102,12 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     assert [s["id"] for s in result.sources][:2] == question_top
 
 
-async def test_the_questions_own_hits_can_lead_an_open_plans_passages(index) -> None:
-    """``question_hits_first``: an open plan answered along its chain (its second hop found
-    nothing) reads the question's own first hits ahead of its hop passages; without it its
-    first hop's passage leads."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
-    chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
-    question_top = [h.id for h in index.retrieve(QUESTION, 2)]
-    hop_top = index.retrieve("city where the Eiffel Tower stands", 1)[0].id
-    budgets = BudgetSettings(max_rounds=2)
-
-    async def sources(planner: PlannerSettings) -> list[str]:
-        agent = HoptreeAgent(
-            chat, {"keywords": KeywordSearcher(index)}, planner=planner, budgets=budgets,
-            llm_timeout_s=5,
-        )  # fmt: skip
-        result = await agent.ask(QUESTION)
-        assert not result.sub_queries[1].answered  # the plan stayed open
-        return [s["id"] for s in result.sources]
-
-    assert (await sources(CHAIN))[0] == hop_top
-    led = await sources(
-        PlannerSettings(
-            draft=False,
-            supplement=True,
-            findings_call="batched",
-            open_plan_answer="chain",
-            question_hits_first=2,
-        )
-    )
-    assert led[:2] == question_top and hop_top in led and len(led) <= 5
-
-
 async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
-    """``open_plan_answer="one_call"`` (the default): a plan that did not resolve is answered
+    """The default: a plan that did not resolve is answered
     by one-call RAG's reader (``prompts/rag_answer.txt``) over the question's own hits alone,
     with no notes and no open step, and its long answer is the shown sentence that holds the
-    short one, cited; with "chain" the planner's answer prompt reads its hop passages with its
-    findings as notes, with "hops" the same passages and no notes."""
+    short one, cited; not searched as written, the planner's answer prompt reads its hop
+    passages with its findings as notes."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
     chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
     question_top = [h.id for h in index.retrieve(QUESTION, 3)]
@@ -158,13 +126,6 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     chained, route, prompt, result = await run(CHAIN)
     assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
     assert chained != question_top and "answered_as" not in result.citation_check
-    hops, route, prompt, result = await run(
-        PlannerSettings(
-            draft=False, supplement=True, findings_call="batched", open_plan_answer="hops"
-        )
-    )
-    assert hops == chained and "Notes:\n(none)" in prompt
-    assert route == "answer" and result.citation_check["answered_as"] == "hops"
     ids, route, prompt, result = await run(
         PlannerSettings(draft=False, supplement=True, findings_call="batched", answer_sources=3)
     )
@@ -184,38 +145,3 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     [citation] = result.citations
     assert "Danube" in sentence and sentence in " ".join(citation.text.split())
     assert cited == f"{ids.index(citation.id) + 1}]."
-
-
-async def test_an_open_plan_can_read_its_supported_findings_first(index) -> None:
-    """``open_plan_answer="findings_first"``: the same one-call reader, over the passage that
-    supports each supported finding (the hop that resolved) ahead of the question's own hits,
-    within ``answer_sources``, still with no notes; the row says which way it was answered."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
-    # the first hop's finding is read from the Seine's passage ("It flows through Paris"),
-    # which is not among the question's first hits; the second hop finds nothing
-    chat.routes["decompose"] = reply(
-        queries=["city the Seine river flows through", "tower that stands in #1"]
-    )
-    chat.routes["summarize"] = lambda m: finding(user_text(m), Seine=("Paris", "Seine"))
-    question_top = [h.id for h in index.retrieve(QUESTION, 3)]
-    agent = HoptreeAgent(
-        chat, {"keywords": KeywordSearcher(index)},
-        planner=PlannerSettings(
-            draft=False,
-            supplement=True,
-            findings_call="batched",
-            open_plan_answer="findings_first",
-            answer_sources=3,
-        ),
-        budgets=BudgetSettings(max_rounds=2), llm_timeout_s=5,
-    )  # fmt: skip
-    result = await agent.ask(QUESTION)
-    first, second = result.sub_queries[:2]
-    assert first.answered and not second.answered  # the plan stayed open after one hop
-    ids = [s["id"] for s in result.sources]
-    assert result.sources[0]["title"] == "Seine" and ids[0] == first.summary_sources[0]
-    assert ids == list(dict.fromkeys([first.summary_sources[0], *question_top]))[:3]
-    assert ids != question_top  # the hop's passage is not one of the question's first hits
-    [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
-    assert route == "rag_answer" and "Notes:" not in prompt.split("Passages:")[0]
-    assert result.citation_check["answered_as"] == "findings_first"

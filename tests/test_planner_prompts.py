@@ -132,21 +132,6 @@ SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
         {},
         {"max_rounds": 2},
     ),
-    "open_plan_along_its_chain": (
-        routes(summarize=findings({"Eiffel": ("Paris", 1)})),
-        {"open_plan_answer": "chain", "supplement": False},
-        {},
-    ),
-    "open_plan_findings_first": (
-        routes(summarize=findings({"Eiffel": ("Paris", 1)})),
-        {"open_plan_answer": "findings_first", "supplement": False},
-        {},
-    ),
-    "open_plan_from_its_hops": (
-        routes(summarize=findings({"Eiffel": ("Paris", 1)})),
-        {"open_plan_answer": "hops", "supplement": False},
-        {},
-    ),
     "findings_read_per_query": (routes(), {"findings_call": "reader"}, {}),
     "no_decompose": (routes(), {"decompose": False}, {}),
     "no_summarize": (routes(verify=reply(sufficient=True, queries=[])), {"summarize": False}, {}),

@@ -105,13 +105,3 @@ def test_rows_recorded_without_query_ids_number_them_by_place(bench: ModuleType)
     plan = bench.recorded_plan(recorded)
     assert [p.needs for p in plan] == [(), (0,)]
     assert bench.judge(bench.gold_steps(musique()), plan).chain
-
-
-def test_an_unfolded_replay_matches_a_folded_plan(bench: ModuleType) -> None:
-    q = musique()
-    steps = bench.gold_steps(q)
-    folded = [bench.PlannedQuery("spouse of the performer of Country Man", ())]
-    assert not bench.judge(steps, folded).chain
-    plan = bench.with_unfolded(q, folded)
-    assert [p.text for p in plan] == ["performer of Country Man", "spouse of #1"]
-    assert plan[1].needs == (0,) and bench.judge(steps, plan).chain

@@ -40,13 +40,19 @@ from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.comparison import asks_yes_no, choices
 from agent.checks.evidence import restates
+from agent.settings import PlannerSettings
 from searchers.text import normalize_answer_folded
 from searchers.verification import NO_ANSWER, YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
 ROUTE_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice", "single")
+# The router's defaults are PlannerSettings' (``router``, ``router_shapes``,
+# ``router_min_logprob``), the one place they are written; ``Policy`` reads them from there.
+_SETTINGS = PlannerSettings.model_fields
 # the shapes the fitted router plans whatever the draft (``Policy``)
-PLANNED_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice")
+PLANNED_SHAPES: tuple[RouteShape, ...] = tuple(
+    _SETTINGS["router_shapes"].get_default(call_default_factory=True)
+)
 
 # the planner's shapes (agent.planner.shapes.Shape) as the router groups them
 _FROM_PLANNER: dict[str, RouteShape] = {
@@ -188,10 +194,10 @@ class Policy:
     draft). The draft's support check says little (the 1.5B reader nearly always writes a span
     of its passages), so ``escalate_weak`` is off."""
 
-    name: PolicyName = "fitted"
+    name: PolicyName = _SETTINGS["router"].default
     shapes: frozenset[RouteShape] = field(default_factory=lambda: frozenset(PLANNED_SHAPES))
-    escalate_weak: bool = False
-    min_logprob: float | None = -1.0
+    escalate_weak: bool = False  # benchmarks/router_fit.py's weak-draft rules only
+    min_logprob: float | None = _SETTINGS["router_min_logprob"].default
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:

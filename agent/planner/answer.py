@@ -54,13 +54,11 @@ _CITE = re.compile(r"\[(\d{1,3})\]")
 
 MIN_RESOLVED_SOURCES = 2
 HOP_PASSAGES = 2  # per searched query, in plan order, when an open plan reads its chain
-# the open-plan answers read by one-call RAG's reader (``searchers/reader.py``)
-READER_ANSWERS = ("one_call", "findings_first")
 
 
 def nameless_queries(plan: Plan) -> list[str]:
     """The searched queries that name nothing (``queries.names_nothing``). A plan holding one
-    is answered as an open plan (``PlannerSettings.nameless_open``): measured on v4's HotpotQA
+    is answered as an open plan: measured on v4's HotpotQA
     report rows, the 16 plans with such a query that resolved scored 31 F1 where one-call RAG
     scored 46-48 on the same questions, while the 29 resolved plans without one scored 48
     against 28-33 ("year of overlap" found "2010"; "named after" found a name unrelated to the
@@ -68,42 +66,35 @@ def nameless_queries(plan: Plan) -> list[str]:
     return [sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question)]
 
 
-def _answer_sources(
-    plan: Plan, limit: int, *, narrow: bool, k: int, question_first: int = 0
-) -> list[HitRecord]:
+def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[HitRecord]:
     """The passages the answer reads. A resolved plan (``narrow``) reads its findings' own
     passages, at least two: on the gold paragraphs alone the 1.5B reader scores far above
     what it makes of the same paragraphs among distractors (the ``oracle`` pipeline measures
-    it). An open plan answered along its chain (``open_plan_answer="chain"``; the default
-    reads the question's own hits instead, ``_reader_sources``) reads it the way the oracle
-    does, hop by hop: the first ``HOP_PASSAGES`` passages of each searched query in plan
+    it). An open plan answered along its chain (when the question was not searched as
+    written; else it reads the question's own hits, ``_reader_sources``) reads it the way the
+    oracle does, hop by hop: the first ``HOP_PASSAGES`` passages of each searched query in plan
     order, then the question's as-written retrieval (one-call RAG's passages), then whatever
     else was found, ranked by the question's and the findings' names (a plan with no supported
     finding reads the question's retrieval first, one-call RAG as the fallback). Measured on
     MuSiQue tuning questions 1-22 by rereading the recorded runs with one-call RAG's reader:
     hop order 38.5 F1, the findings' own passages and the question's hits first (what the
-    planner read) 32.1, BM25 top-5 36.2.
-
-    ``question_first`` (``PlannerSettings.question_hits_first``) adds the question's own first
-    hits: after a resolved plan's findings' passages (up to ``limit``), ahead of an open plan's
-    hop passages."""
+    planner read) 32.1, BM25 top-5 36.2."""
     passages = dict(plan.passages)
     ranked = plan.ranked()
     findings = plan.supported_findings()
     question_hits = plan.question_hits(k)
     for hit in question_hits:
         passages.setdefault(hit.id, hit.to_json())
-    asked = [h.id for h in question_hits[:question_first]]
     if narrow and findings:
         first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
         narrowed = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
         ids = select_evidence(plan.question, findings, ranked, passages, narrowed)
-        ids = list(dict.fromkeys([*ids, *asked]))[:limit]
+        ids = list(dict.fromkeys(ids))[:limit]
         return [passages[pid] for pid in ids]
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
     chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
     hops = chain if findings else []
-    lead = list(dict.fromkeys([*asked, *hops, *(h.id for h in question_hits)]))[:limit]
+    lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
     rest = select_evidence(plan.question, findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
@@ -111,25 +102,15 @@ def _answer_sources(
 
 def _reader_sources(plan: Plan, cfg: PlannerSettings) -> list[HitRecord] | None:
     """An open plan's passages when one-call RAG's reader answers it: the question's own first
-    hits (``open_plan_answer="one_call"``: one-call RAG's context), led under
-    ``"findings_first"`` by the passage that supports each supported finding, in plan order
-    (the hops that did resolve, with no notes and no chain to follow). Up to
-    ``answer_sources``. None when the open plan is answered another way or the question was
-    not searched as written (the plan's own passages are all there is)."""
-    if cfg.open_plan_answer not in READER_ANSWERS or not cfg.question_search:
+    hits (one-call RAG's context), up to ``answer_sources``. None when the question was not
+    searched as written (the plan's own passages are all there is). Measured on the tuning
+    questions 1-30 of HotpotQA and MuSiQue against reading the plan's chain with its notes:
+    +3.1 F1 over the 60 (docs/architecture.md)."""
+    if not cfg.question_search:
         return None
     hits = plan.question_hits(cfg.k)
     shown = {hit.id: hit.to_json() for hit in hits}
-    lead: list[str] = []
-    if cfg.open_plan_answer == "findings_first":
-        known = plan.passages
-        for finding in plan.supported_findings():
-            pid = next((p for p in finding.sources if p in known or p in shown), None)
-            if pid is not None:
-                lead.append(pid)
-                if pid not in shown:
-                    shown[pid] = known[pid]
-    ids = list(dict.fromkeys([*lead, *(hit.id for hit in hits)]))[: cfg.answer_sources]
+    ids = list(dict.fromkeys(hit.id for hit in hits))[: cfg.answer_sources]
     return [shown[pid] for pid in ids] or None
 
 
@@ -159,9 +140,9 @@ class AnswerMode:
     """How one plan is answered, chosen once from its status (``choose_mode``).
 
     ``name``: "resolved" (every query answered: its findings' passages, notes, the chain
-    followed), "chain" (an open plan read along its chain, notes and all), "hops" (an open
-    plan's hop passages, no notes), "one_call" / "findings_first" (an open plan read as
-    one-call RAG reads the question, ``reader``), "passages" (the findings step ablated).
+    followed), "chain" (an open plan read along its chain, notes and all, when the question was
+    not searched as written), "one_call" (an open plan read as one-call RAG reads the question,
+    ``reader``), "passages" (the findings step ablated).
     ``planned``: the answer reads the findings as notes and follows the chain."""
 
     name: str
@@ -177,34 +158,29 @@ class AnswerMode:
 
 def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
     """The answer's mode from the plan's status and the settings: a plan resolves when every
-    query found something and none names nothing (``nameless_open``); an open plan is read as
-    ``open_plan_answer`` says, as one-call RAG when the question was searched as written."""
+    query found something and none names nothing (``nameless_queries``); an open plan is read
+    as one-call RAG when the question was searched as written, else along its chain."""
     if not cfg.summarize:  # LevelRAG's no-summarize ablation: no findings, no chain
         return AnswerMode("passages", _fused_sources(plan, cfg, narrow=False), plan.focus(), False)
-    nameless = nameless_queries(plan) if cfg.nameless_open else []
+    nameless = nameless_queries(plan)
     complete = plan.resolved()  # every query found something
     shown_nameless = tuple(nameless) if complete else ()
     if complete and not nameless:
-        narrow = cfg.narrow_resolved and plan.whole()
+        narrow = plan.whole()
         sources = _fused_sources(plan, cfg, narrow=narrow)
         return AnswerMode("resolved", sources, plan.focus(), True, resolved=True)
     read = _reader_sources(plan, cfg)
     if read:
-        mode = cfg.open_plan_answer
         return AnswerMode(
-            mode, read, plan.question, False, reader=True, unplanned=True, nameless=shown_nameless
-        )
+            "one_call", read, plan.question, False, reader=True, unplanned=True,
+            nameless=shown_nameless,
+        )  # fmt: skip
     sources = _fused_sources(plan, cfg, narrow=False)
-    if cfg.open_plan_answer == "hops":
-        return AnswerMode(
-            "hops", sources, plan.focus(), False, unplanned=True, nameless=shown_nameless
-        )
     return AnswerMode("chain", sources, plan.focus(), True, nameless=shown_nameless)
 
 
 def _fused_sources(plan: Plan, cfg: PlannerSettings, *, narrow: bool) -> list[HitRecord]:
-    first = cfg.question_hits_first if cfg.question_search else 0
-    return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k, question_first=first)
+    return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k)
 
 
 def _open_step_text(step: str | None) -> str:
@@ -470,7 +446,7 @@ async def compose(
         shown,
         written,
         step=step,
-        follow_chain=mode.planned and run.planner.chain_answer,
+        follow_chain=mode.planned,
         reader=isinstance(reply.value, ReaderReply),
     )
     if reply.token_logprobs:

@@ -20,7 +20,6 @@ from agent.planner.queries import (
     plan_sub_queries,
     residual_hop,
     spell_out,
-    unfolded,
 )
 from agent.planner.relations import relation_plan
 from agent.planner.shapes import Shape, plan_examples, question_shape
@@ -112,8 +111,6 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     kept = {q for q, _ in pairs}
     if run.planner.residual_hop and not by_rule:
         pairs = residual_hop(pairs, question, limit)
-    if run.planner.unfold and not by_rule:
-        pairs = unfolded(pairs, question, limit)
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
     pairs = pairs or clean_queries([question], set(), 1)  # nothing kept: the question itself

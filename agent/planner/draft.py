@@ -42,7 +42,6 @@ def router_policy(cfg: PlannerSettings) -> Policy:
     return Policy(
         name=cfg.router,
         shapes=frozenset(cfg.router_shapes),
-        escalate_weak=cfg.router_weak,
         min_logprob=cfg.router_min_logprob,
     )
 

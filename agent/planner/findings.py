@@ -1,8 +1,8 @@
 """The ``findings`` node: one call per round copies each query's answer span out of its
-passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``, shown only
-the sentences nearest the query with ``"sentences"``). A span counts only when a passage about
-the query's subject holds it (``agent.checks.evidence.support``); a supported follow-up
-replaces the finding it asked again."""
+passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
+counts only when a passage about the query's subject holds it
+(``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked
+again."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import asyncio
 import time
 from typing import Any
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -26,8 +25,6 @@ from agent.planner.state import (
     SubQuery,
 )
 from agent.planner.trace import emit
-from searchers.hop_reader import READ_CHARS
-from searchers.hop_sentences import FINDINGS_LEAD, nearest_sentences
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import ReaderReply, read_short_answer
 from searchers.searcher import BudgetExceeded, RunScope
@@ -113,15 +110,9 @@ async def read_query(
     chars: int,
     *,
     scope: RunScope,
-    embeddings: Embeddings | None = None,
 ) -> Reply[ReaderReply]:
     """One query read by one-call RAG's reader over its passages, windowed as the findings
-    call windows them (``findings_call="reader"``; ``benchmarks/findings_prompt_ab.py``); with
-    ``embeddings`` (``findings_call="sentences"``), over only the sentences of those passages
-    nearest the query (``searchers.hop_sentences``)."""
-    if embeddings is not None:
-        hits = await nearest_sentences(query, hits, embeddings, lead=FINDINGS_LEAD)
-        chars = READ_CHARS
+    call windows them (``findings_call="reader"``; ``benchmarks/findings_prompt_ab.py``)."""
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
     return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
 
@@ -136,7 +127,6 @@ async def _read_each(
     one that holds the span). A query the budget refuses keeps no answer; ``called`` is true
     when any call was made."""
     chars = run.planner.passage_chars
-    sentences = run.embeddings if run.planner.findings_call == "sentences" else None
     by_number: dict[int, Hit] = {}
     numbers: dict[int, list[int]] = {}
     for i, sub in enumerate(asked, start=1):
@@ -148,7 +138,7 @@ async def _read_each(
     async def read(sub: SubQuery) -> Reply[ReaderReply] | BudgetExceeded:
         try:
             return await read_query(run.chat, sub["query"], shown[sub["id"]], chars,
-                                    scope=run.rounds, embeddings=sentences)  # fmt: skip
+                                    scope=run.rounds)  # fmt: skip
         except BudgetExceeded as exc:
             return exc
 
@@ -223,7 +213,7 @@ async def _model_findings(
     replies: dict[int, QueryFinding] = {}
     by_number: dict[int, Hit] = {}
     called = False
-    if asked and run.planner.findings_call in ("reader", "sentences"):
+    if asked and run.planner.findings_call == "reader":
         replies, by_number, called = await _read_each(run, asked, shown, errors)
     elif asked:
         replies, by_number, called = await _call_findings(run, asked, shown, errors)

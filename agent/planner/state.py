@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
@@ -180,7 +179,6 @@ class PlannerRun:
     tracker: UsageTracker
     llm_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
     deadline_s: float = DEFAULT_DEADLINE_S
-    embeddings: Embeddings | None = None  # the index's, for findings_call="sentences"
     started: float = field(default_factory=time.monotonic)
     events: list[TraceEvent] = field(default_factory=list)
     scope: RunScope = field(init=False)
