@@ -19,11 +19,10 @@ the retrieved titles (for gold-paragraph recall), and the cost. Models arrive th
 ``EvalContext`` and retrievers through a ``Corpus``, so tests run every pipeline with a scripted
 chat model over a tiny real index, and the CLI with the real model behind the LLM cache.
 
-Why one module of this length: it is the catalogue ``hoptree eval pipelines`` lists, read top to
-bottom: the contract (``EvalContext``, ``PipelineOutput``, ``PipelineSpec``), the helpers every
-pipeline shares, the pipelines, and ``HOPTREE_PIPELINES`` naming them (``evals.catalogue`` adds
-the peers); moving the planner's pipelines
-out would push the contract into a third module that every importer would have to learn.
+Read top to bottom: the contract (``EvalContext``, ``PipelineOutput``, ``PipelineSpec``), the
+helpers every pipeline shares, the pipelines, and ``HOPTREE_PIPELINES`` naming them;
+``evals.catalogue`` adds the peers (``evals.peers``: other projects' pipelines) and is where a
+pipeline is looked up by name.
 """
 
 from __future__ import annotations
