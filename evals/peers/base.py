@@ -33,7 +33,13 @@ from typing import Any
 from evals.corpora import Corpus
 from evals.datasets import EvalQuestion
 from evals.peers.metering import MeteringProxy
-from evals.pipelines import EvalContext, PipelineError, PipelineOutput, PipelineSpec
+from evals.pipelines import (
+    EvalContext,
+    PipelineError,
+    PipelineOutput,
+    PipelineSpec,
+    usage_output,
+)
 from searchers.passages import Hit
 
 PEER_RETRIEVER = "sparse"  # BM25: IRCoT's own retriever, and the one-call pipeline `bm25`
@@ -201,19 +207,14 @@ def peer_pipeline(name: str, description: str, install: PeerInstall, run: PeerRu
             except Exception as exc:  # the peer's own failure fails this question, not the run
                 error = f"{name}: {type(exc).__name__}: {str(exc)[:300]}"
         hits = recorder.hits()
-        return PipelineOutput(
-            prediction=" ".join(answer.prediction.split()),
+        return usage_output(
+            " ".join(answer.prediction.split()),
+            meter.usage,
+            started,
             contexts=[f"{h.title}\n{h.text}" for h in hits],
             retrieved_titles=[h.title for h in hits],
             retrieved_ids=[h.id for h in hits],
             query_passage_ids=[[h.id for h in call] for call in recorder.calls],
-            llm_calls=meter.calls,
-            prompt_tokens=meter.prompt_tokens,
-            completion_tokens=meter.completion_tokens,
-            cached_prompt_tokens=meter.cached_prompt_tokens,
-            prompt_ms=meter.prompt_ms,
-            decode_ms=meter.decode_ms,
-            seconds=time.monotonic() - started,
             error=error,
             warnings=[*meter.warnings(), *answer.notes],
             peer={

@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from agent.runtime.usage import StepUsage
+
 _HOP_BY_HOP = frozenset(
     "connection keep-alive proxy-authenticate proxy-authorization te trailers "
     "transfer-encoding upgrade content-length host authorization content-encoding".split()
@@ -37,13 +39,9 @@ class Meter:
 
     id: str
     base_url: str
-    calls: int = 0
-    errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    prompt_ms: float = 0.0
-    decode_ms: float = 0.0
+    # the same record hoptree's own calls are counted in (``calls`` are the calls that
+    # answered, ``errors`` those that did not), so a peer's row is made as every row is
+    usage: StepUsage = field(default_factory=StepUsage)
     temperatures: set[float | None] = field(default_factory=set)
     max_tokens: set[int | None] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -56,18 +54,18 @@ class Meter:
 
     def add_reply(self, status: int, reply: dict[str, Any] | None) -> None:
         with self._lock:
-            self.calls += 1
             if status >= 400 or reply is None:
-                self.errors += 1
+                self.usage.errors += 1
                 return
+            self.usage.calls += 1
             usage = reply.get("usage") or {}
-            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
             details = usage.get("prompt_tokens_details") or {}
-            self.cached_prompt_tokens += int(details.get("cached_tokens") or 0)
+            self.usage.cached_prompt_tokens += int(details.get("cached_tokens") or 0)
             timings = reply.get("timings") or {}
-            self.prompt_ms += float(timings.get("prompt_ms") or 0.0)
-            self.decode_ms += float(timings.get("predicted_ms") or 0.0)
+            self.usage.prompt_ms += float(timings.get("prompt_ms") or 0.0)
+            self.usage.decode_ms += float(timings.get("predicted_ms") or 0.0)
 
     def warnings(self) -> list[str]:
         """What a row should say about how the peer called the model."""
@@ -75,8 +73,9 @@ class Meter:
         hot = sorted(str(t) for t in self.temperatures if t not in (0, 0.0))
         if hot:
             notes.append(f"peer sent temperature {', '.join(hot)} (not 0)")
-        if self.errors:
-            notes.append(f"{self.errors} of {self.calls} model calls failed")
+        failed, made = self.usage.errors, self.usage.calls + self.usage.errors
+        if failed:
+            notes.append(f"{failed} of {made} model calls failed")
         return notes
 
 
