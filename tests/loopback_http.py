@@ -4,10 +4,12 @@ Stopping is bounded: shutdown, close, then a join of at most 5 s."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @contextmanager
@@ -23,3 +25,13 @@ def serving(server: ThreadingHTTPServer) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, data: Any) -> None:
+    """Answer ``handler``'s request with ``data`` as JSON, its length declared."""
+    raw = json.dumps(data).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)

@@ -33,7 +33,7 @@ from evals.pipelines import EvalContext
 from evals.run_directory import RunConfig
 from evals.runner import run_eval
 from tests.eval_script import ROW_FIELDS, TINY, rows, scripted_settings
-from tests.loopback_http import serving
+from tests.loopback_http import send_json, serving
 
 Reply = Callable[[dict[str, Any]], str | dict[str, Any]]
 
@@ -102,12 +102,7 @@ def peer_endpoint(reply: Reply) -> Iterator[PeerEndpoint]:
         protocol_version = "HTTP/1.1"
 
         def _send(self, status: int, data: dict[str, Any]) -> None:
-            raw = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            send_json(self, status, data)
 
         def do_GET(self) -> None:
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})

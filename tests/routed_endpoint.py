@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from tests.loopback_http import serving
+from tests.loopback_http import send_json, serving
 from tests.routed_chat import RoutedChatModel
 from tests.test_truncated_replies import completion
 
@@ -50,12 +50,7 @@ def routed_endpoint(chat: RoutedChatModel) -> Iterator[str]:
             except Exception as exc:  # an unscripted route: the child sees a failed call
                 data = {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "stub"}}
                 status = 500
-            raw = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            send_json(self, status, data)
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -10,15 +10,15 @@ its matching rules are checked here on a made-up page.
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 from evals.datasets import detect_format, load_questions
+from tests.benchmark_module import load_script
 
 DOCS = Path(__file__).resolve().parents[1] / "evals" / "data" / "docs"
 QUESTIONS = DOCS / "apache_httpd_questions.jsonl"
@@ -31,16 +31,9 @@ def _rows() -> list[dict]:
     return [json.loads(line) for line in QUESTIONS.read_text("utf-8").splitlines() if line]
 
 
+@functools.cache
 def _checker() -> ModuleType:
-    name = "docs_check_questions"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, DOCS / "check_questions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DOCS / "check_questions.py", "docs_check_questions")
 
 
 def test_loads_as_flashrag_with_forty_questions_or_more():

@@ -8,9 +8,8 @@ a file skip when it is absent, the ones of the recorded draw and its provenance 
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from evals.datasets import load_questions
+from tests.benchmark_module import load_script
 from tests.conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,16 +31,9 @@ TYPES = {
 }
 
 
+@functools.cache
 def _draw_module() -> ModuleType:
-    name = "fresh_slices_draw"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, FRESH / "draw.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FRESH / "draw.py", "fresh_slices_draw")
 
 
 DRAW = _draw_module()
