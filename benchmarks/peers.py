@@ -18,6 +18,11 @@ same questions, the paired difference (hoptree minus peer) with its 95% bootstra
 hoptree's wins and losses, the peer's median seconds, calls and prompt tokens; and the plumbing
 check, ``peer-standard`` (FlashRAG's one-call RAG) against hoptree's ``bm25``.
 
+Slices: today's report slices (``hotpotqa_b``, ``2wiki``, ``musique``; read while hoptree's
+planner was designed, so they flatter hoptree) and the fresh ones nobody has read
+(``fresh/hotpotqa``, ``fresh/2wiki``, ``fresh/musique``; drawn by ``evals/data/fresh/draw.py``
+into the checkout, uncommitted), the fair comparison.
+
     python benchmarks/peers.py run --slices hotpotqa_b --limit 50 --chunk 5 --concurrency 2
     python benchmarks/peers.py report
 """
@@ -34,9 +39,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evals.catalogue import get_pipeline
-from evals.peer_scores import PEERS_FOLDER, SLICES, peer_scores, peers_markdown
+from evals.peer_scores import ONE_CALL, PEERS_FOLDER, SLICES, peer_scores, peers_markdown
 from evals.peers import PeerMissingError
-from evals.suite import CHAINS_SUITE, PEERS_LIMIT, PEERS_STAGE
+from evals.suite import CHAINS_SUITE, PEERS_LIMIT, PEERS_STAGE, SuiteRun, missing_dataset_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -60,6 +65,11 @@ def pipelines_to_run(names: Sequence[str] | None) -> list[str]:
             continue
         ready.append(name)
     return ready
+
+
+def run_of(key: str) -> SuiteRun:
+    part = CHAINS_SUITE.slices[key]
+    return SuiteRun(key, ONE_CALL, PEERS_LIMIT, part.offset, part.file, PEERS_FOLDER)
 
 
 def run_args(key: str, pipeline: str, upto: int, concurrency: int) -> list[str]:
@@ -92,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         turn = n % len(pipelines)
         order = pipelines[turn:] + pipelines[:turn]  # who goes first rotates
         for key in args.slices:
+            missing = missing_dataset_files([run_of(key)], DATA)
+            if missing:
+                print(f"{key}: no question file {missing[0]}", file=sys.stderr)
+                return 2
             for pipeline in order:
                 command = [hoptree, *run_args(key, pipeline, upto, args.concurrency)]
                 print(f"== {key} {pipeline} up to {upto}", file=sys.stderr, flush=True)

@@ -21,7 +21,8 @@ from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
 from evals.report import details_or_none
 
 PEERS_FOLDER = "peers"  # under evals/results
-SLICES = ("hotpotqa_b", "2wiki", "musique")
+# today's report slices (read while the planner was designed), then the fresh ones nobody has read
+SLICES = ("hotpotqa_b", "2wiki", "musique", "fresh/hotpotqa", "fresh/2wiki", "fresh/musique")
 HOPTREE = "draft-first"  # hoptree's default
 ONE_CALL = "bm25"  # hoptree's one-call RAG on the peers' retriever
 PLUMBING_PEER = "peer-standard"

@@ -108,6 +108,15 @@ DEFAULT_SUITE = Suite(
 # no run borrows calls from another.
 MUSIQUE = "musique/musique_ans_dev_174.jsonl"
 _REPORT = ("hotpotqa_b", "2wiki", "musique")
+# issue 65 (item 5): report slices nobody has read, drawn by evals/data/fresh/draw.py from public
+# copies of the official dev files. The drawn files stay in the checkout, uncommitted; a run on
+# one that is missing says how to draw it. Absolute here so that they need no data directory.
+FRESH = Path(__file__).resolve().parent / "data" / "fresh"
+FRESH_SLICES = {
+    "fresh/hotpotqa": Slice(str(FRESH / "hotpotqa_dev_hard_fresh_100.jsonl"), 0, 100),
+    "fresh/2wiki": Slice(str(FRESH / "2wiki_dev_fresh_100.jsonl"), 0, 100),
+    "fresh/musique": Slice(str(FRESH / "musique_ans_dev_fresh_80.jsonl"), 0, 80),
+}
 _TUNE = ("tune/musique", "tune/2wiki", "tune/hotpotqa")
 # issue 53: draft first, measured in a folder of its own beside v4 (v4's tables compare runs of
 # the code before it). v5 holds the first router's report runs (chains whose draft was sure
@@ -133,6 +142,7 @@ CHAINS_SUITE = Suite(
         "tune/2wiki": Slice(DATASETS["2wiki"], 0, 100),
         "tune/hotpotqa": Slice(DATASETS["hotpotqa"], 0, 100),
         FIRST_ANSWER: Slice(DATASETS["hotpotqa"], 0, 30),
+        **FRESH_SLICES,
     },
     stages={
         "cheap": Stage(("bm25", "hybrid", "oracle", "no-retrieval"), _REPORT),
@@ -143,7 +153,10 @@ CHAINS_SUITE = Suite(
         "first-answer": Stage(("draft-first",), (FIRST_ANSWER,), folder=FIRST_ANSWER_FOLDER),
         "draft-tune": Stage(("draft-first",), _TUNE, folder=DRAFT_TUNE_FOLDER),
         PEERS_STAGE: Stage(
-            (HOPTREE, ONE_CALL, *PEERS), _REPORT, limit=PEERS_LIMIT, folder=PEERS_FOLDER
+            (HOPTREE, ONE_CALL, *PEERS),
+            (*_REPORT, *FRESH_SLICES),
+            limit=PEERS_LIMIT,
+            folder=PEERS_FOLDER,
         ),
     },
     env={"HOPTREE_LLM__CACHE": "false"},
@@ -408,9 +421,14 @@ Note = Callable[[str], None]
 
 
 def missing_dataset_files(runs: Sequence[SuiteRun], data: Path) -> list[str]:
-    """The runs' question files that are not under ``data``, checked before anything loads."""
+    """The runs' question files that are not there, checked before anything loads, each said
+    with where it comes from: the data directory, or ``draw.py`` for a fresh slice."""
     files = {r.dataset_file(data) for r in runs}
-    return sorted(str(f) for f in files if not f.is_file())
+    return sorted(
+        f"{f} (draw it: python evals/data/fresh/draw.py)" if f.parent == FRESH else str(f)
+        for f in files
+        if not f.is_file()
+    )
 
 
 @dataclass
