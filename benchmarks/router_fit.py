@@ -73,17 +73,31 @@ TUNING = {"tune/hotpotqa": "hotpotqa", "tune/musique": "musique", "tune/2wiki": 
 REPORT = {"hotpotqa_b": "hotpotqa", "2wiki": "2wiki", "musique": "musique"}
 
 
+@dataclass(frozen=True)
+class Rule:
+    """A router rule replayed here: hoptree's ``policy``, and with ``weak`` also every weak
+    draft (empty, restating the question, or no span of its passages). The weak-draft rules were
+    measured here and not adopted (the 1.5B reader nearly always writes a span of its
+    passages), so the router itself has no such switch; this benchmark keeps them to replay."""
+
+    policy: Policy
+    weak: bool = False
+
+    def escalates(self, signals: Signals) -> bool:
+        return decide(signals, self.policy).escalate or (self.weak and signals.weak)
+
+
 # the candidate rules: readable, few; the first two are the bounds every rule sits between
-def _rule(shapes: Iterable[RouteShape], weak: bool = False, floor: float | None = None) -> Policy:
-    return Policy(shapes=frozenset(shapes), escalate_weak=weak, min_logprob=floor)
+def _rule(shapes: Iterable[RouteShape], weak: bool = False, floor: float | None = None) -> Rule:
+    return Rule(Policy(shapes=frozenset(shapes), min_logprob=floor), weak)
 
 
 _TWO = ("choice", "comparison")
 _ALL = ("chain", "choice", "comparison")
 # the rules a recorded row can answer (no draft there has log-probabilities: no floor)
-RULES: dict[str, Policy] = {
-    "never (draft only)": Policy("never"),
-    "always (plan every question)": Policy("always"),
+RULES: dict[str, Rule] = {
+    "never (draft only)": Rule(Policy("never")),
+    "always (plan every question)": Rule(Policy("always")),
     "weak draft": _rule((), weak=True),
     "choice": _rule(("choice",)),
     "choice or comparison": _rule(_TWO),
@@ -95,9 +109,9 @@ RULES: dict[str, Policy] = {
 }
 # the rules the drafts of v5 (run with log-probabilities) answer too
 FLOORS = (-0.5, -0.75, -1.0, -1.5)
-LOGPROB_RULES: dict[str, Policy] = {
-    "never (draft only)": Policy("never"),
-    "always (plan every question)": Policy("always"),
+LOGPROB_RULES: dict[str, Rule] = {
+    "never (draft only)": Rule(Policy("never")),
+    "always (plan every question)": Rule(Policy("always")),
     "not single (Adaptive-RAG-like)": _rule(_ALL),
     **{f"not single, or unsure (< {f})": _rule(_ALL, floor=f) for f in FLOORS},
     **{f"unsure (min logprob < {f})": _rule((), floor=f) for f in FLOORS},
@@ -290,8 +304,8 @@ class Outcome:
     median_s_draft_first: float  # the same, an open plan's answer call saved
 
 
-def measure(pairs: Sequence[Pair], rule: str, policy: Policy) -> Outcome:
-    escalate = {p.id: decide(p.signals, policy).escalate for p in pairs}
+def measure(pairs: Sequence[Pair], rule: str, policy: Rule) -> Outcome:
+    escalate = {p.id: policy.escalates(p.signals) for p in pairs}
     naive = {p.id: p.plan_f1 if escalate[p.id] else p.draft_f1 for p in pairs}
     first = {p.id: chosen_f1(p) if escalate[p.id] else p.draft_f1 for p in pairs}
     full = {p.id: p.plan_f1 for p in pairs}
@@ -516,7 +530,9 @@ def logprob_section() -> list[str]:
     by_slice = {name: logprob_pairs(name) for name in DRAFT_RUNS}
     if not any(by_slice.values()):
         return []
-    default = next((r for r, p in LOGPROB_RULES.items() if p == FITTED), "none of these rules")
+    default = next(
+        (r for r, p in LOGPROB_RULES.items() if p == Rule(FITTED)), "none of these rules"
+    )
     lines = [
         "## The log-probability floor, on real drafts (tuning slices)",
         "",

@@ -9,8 +9,8 @@
   searcher; ``no-decompose``, ``no-summarize``, ``no-supplement``: the planner with that step
   switched off (LevelRAG's table 2).
 - ``draft-first``: hoptree's default (a one-call draft, the router, the planner where it sends
-  the question, the one-call reader reading each hop); ``draft-first-batched`` the same with
-  one batched findings call a round, as ``full`` reads (the A/B of that step inside the draft).
+  the question, the one-call reader reading each hop). Its findings step with one batched call
+  a round, as ``full`` reads, was A/B'd on tuning slices and not adopted (``draft-first.md``).
 
 Every pipeline reports the same ``PipelineOutput``: the short answer that is scored, the context
 texts the generator was shown (for retrieval success, exactly as shown: trimmed as the prompt
@@ -536,13 +536,6 @@ HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
             "where the router sends the question, the better-supported answer kept",
             _PLANNER_SEARCHERS,
             _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="reader"),
-        ),
-        PipelineSpec(
-            "draft-first-batched",
-            "draft-first with one batched findings call a round (v4's findings step) where "
-            "the default has the one-call reader read each hop",
-            _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="batched"),
         ),
         PipelineSpec(
             "full+tree",

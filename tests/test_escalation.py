@@ -124,14 +124,6 @@ def test_the_fitted_rule_keeps_a_single_fact_draft() -> None:
     assert not decide(_signals(supported=False), FITTED).escalate  # weak drafts: off by default
 
 
-def test_a_weak_draft_escalates_when_the_policy_says_so() -> None:
-    policy = Policy(shapes=frozenset(), escalate_weak=True)
-    assert decide(_signals(supported=False), policy).escalate
-    assert decide(_signals(empty=True), policy).reason == "weak draft: empty"
-    assert decide(_signals(restates=True), policy).reason == "weak draft: restates the question"
-    assert not decide(_signals(), policy).escalate
-
-
 def test_a_low_logprob_escalates_only_when_a_floor_is_set() -> None:
     unsure = _signals(logprob_min=-3.0)
     assert not decide(unsure, Policy(min_logprob=None)).escalate

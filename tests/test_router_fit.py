@@ -104,14 +104,14 @@ def test_a_rule_is_measured_on_its_escalations() -> None:
             ),
         ]
     )
-    fitted = rf.measure(pairs, "fitted", FITTED)
+    fitted = rf.measure(pairs, "fitted", rf.Rule(FITTED))
     assert fitted.escalated == 1
     assert fitted.f1_draft_first == 100.0  # the chain's answer, the single fact's draft
     assert fitted.vs_full.mean == pytest.approx(50.0)
     assert fitted.median_s == pytest.approx((110.0 + 10.0) / 2)
-    never = rf.measure(pairs, "never", Policy("never"))
+    never = rf.measure(pairs, "never", rf.Rule(Policy("never")))
     assert never.escalated == 0 and never.f1_draft_first == 50.0
-    always = rf.measure(pairs, "always", Policy("always"))
+    always = rf.measure(pairs, "always", rf.Rule(Policy("always")))
     assert always.f1_full_where == 50.0  # today's planner: the wrong re-read of b
     assert always.f1_draft_first == 100.0  # draft-first: b's open plan keeps the draft
     assert always.median_s_draft_first == pytest.approx((110.0 + 90.0) / 2)

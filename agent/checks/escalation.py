@@ -178,9 +178,8 @@ POLICIES: tuple[PolicyName, ...] = ("always", "never", "fitted")
 @dataclass(frozen=True)
 class Policy:
     """The router's setting. ``always`` and ``never`` ignore the signals. ``fitted`` escalates a
-    question of one of ``shapes`` whatever its draft, one whose draft's least likely answer
-    token has a log-probability below ``min_logprob`` (when the server returned them), and
-    (``escalate_weak``) one whose draft is weak.
+    question of one of ``shapes`` whatever its draft, and one whose draft's least likely answer
+    token has a log-probability below ``min_logprob`` (when the server returned them).
 
     The defaults are the rule with the best F1 on the 80 tuning questions' real drafts
     (``benchmarks/router_fit.py``, "log-probability floor"): plan every chain, comparison and
@@ -191,12 +190,11 @@ class Policy:
     the recorded planner's (~110 s a plan); it let confident wrong drafts of chains stand on
     the report slices (MuSiQue -5.2, 2Wiki -16.7 on its first 42 questions), and a plan after a
     draft costs ~45 s there, not 110 (it reuses the draft's searches; an open plan keeps the
-    draft). The draft's support check says little (the 1.5B reader nearly always writes a span
-    of its passages), so ``escalate_weak`` is off."""
+    draft). Escalating weak drafts too was measured and not adopted: the draft's support check
+    says little (the 1.5B reader nearly always writes a span of its passages)."""
 
     name: PolicyName = _SETTINGS["router"].default
     shapes: frozenset[RouteShape] = field(default_factory=lambda: frozenset(PLANNED_SHAPES))
-    escalate_weak: bool = False  # benchmarks/router_fit.py's weak-draft rules only
     min_logprob: float | None = _SETTINGS["router_min_logprob"].default
 
     def __post_init__(self) -> None:
@@ -225,9 +223,6 @@ def decide(signals: Signals, policy: Policy = FITTED) -> Decision:
         return Decision(False, "policy: never plan")
     if signals.shape in policy.shapes:
         return Decision(True, f"shape: {signals.shape}")
-    if policy.escalate_weak and signals.weak:
-        why = "empty" if signals.empty else "restates the question" if signals.restates else ""
-        return Decision(True, f"weak draft: {why or 'not in its passages'}")
     if policy.min_logprob is not None:
         if signals.logprob_min is None and signals.shape == "chain":
             # no confidence to read (the server sent no log-probabilities): a chain is what
