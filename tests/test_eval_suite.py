@@ -272,3 +272,17 @@ def test_stopping_the_suite_stops_its_current_run(tmp_path: Path) -> None:
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_a_fresh_slice_not_drawn_says_how_to_draw_it(tmp_path: Path) -> None:
+    """The fresh report slices live in the checkout, uncommitted: a missing one names draw.py,
+    a missing file of the data directory does not."""
+    from evals.suite import FRESH, SuiteRun, missing_dataset_files
+
+    fresh = SuiteRun("fresh/x", "bm25", 5, 0, str(FRESH / "not_drawn_yet.jsonl"))
+    shared = SuiteRun("hotpotqa", "bm25", 5, 0, "hotpotqa/none.jsonl")
+    missing = missing_dataset_files([fresh, shared], tmp_path)
+    drawn = [m for m in missing if "not_drawn_yet.jsonl" in m]
+    assert len(missing) == 2 and len(drawn) == 1
+    assert drawn[0].endswith("(draw it: python evals/data/fresh/draw.py)")
+    assert str(tmp_path / "hotpotqa" / "none.jsonl") in missing
