@@ -36,7 +36,11 @@ def write_rows(run_dir: Path, n: int) -> None:
 
 
 def data_files(data: Path) -> None:
+    """A stand-in for every question file under ``data``; the fresh slices' files live in the
+    checkout (absolute paths) and are never written over."""
     for part in CHAINS_SUITE.slices.values():
+        if Path(part.file).is_absolute():
+            continue
         (data / part.file).parent.mkdir(parents=True, exist_ok=True)
         (data / part.file).write_text('{"id": "x"}\n')
 
@@ -64,7 +68,8 @@ def test_stages_go_in_cost_order_pipeline_by_pipeline_over_the_slices() -> None:
     ablations = [("musique", p) for p in ("no-decompose", "no-summarize", "no-supplement")]
     tuning = [(d, p) for p in ("bm25", "hybrid", "oracle", "full") for d in tune]
     drafts = [(d, "draft-first") for d in [*report, "first-answer/hotpotqa_a", *tune]]
-    peers = [(d, p) for p in ("draft-first", "bm25", *PEERS) for d in report]
+    fresh = ["fresh/hotpotqa", "fresh/2wiki", "fresh/musique"]
+    peers = [(d, p) for p in ("draft-first", "bm25", *PEERS) for d in [*report, *fresh]]
     assert pairs == cheap + planner + ablations + tuning + drafts + peers
 
 
@@ -140,8 +145,9 @@ def test_status_of_the_chains_suite_in_its_version_folder(
     (bm25,) = [line for line in lines if "tune/musique" in line and " bm25 " in line]
     assert "finished" in bm25
     # 37 runs (30 of issue 33, 7 draft-first) and the peers stage's (hoptree's two runs and
-    # every peer on the three report slices): one partly done, one finished
-    assert result.output.count("not started") == 35 + 3 * (2 + len(PEERS))
+    # every peer on the three report slices and the three fresh ones): one partly done, one
+    # finished
+    assert result.output.count("not started") == 35 + 6 * (2 + len(PEERS))
     assert "HOPTREE_LLM__CACHE=false" in result.output  # the status says how --run runs
 
     default = runner.invoke(eval_app, ["suite", "--data", str(data)], terminal_width=200)
