@@ -22,7 +22,6 @@ from agent.planner.draft import public_draft
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.plan import Plan
 from agent.planner.state import PlannerRun, PlannerState, fresh_question
-from agent.question import MAX_QUESTION_CHARS, clean_question
 from agent.results import (
     AskResult,
     Citation,
@@ -31,6 +30,7 @@ from agent.results import (
     degradation,
     degraded_note,
 )
+from agent.rules.question import MAX_QUESTION_CHARS, Question, clean_question
 from agent.runtime.usage import UsageTracker
 from agent.service import AgentError
 from agent.settings import BudgetSettings, PlannerSettings, Settings
@@ -137,6 +137,7 @@ class HoptreeAgent:
         """Trace events, then the ``AskResult`` itself (or a fatal ``error`` event): for
         in-process callers that want both the live trace and the typed result."""
         text = clean_question(question, max_chars=self.max_question_chars)
+        asked = Question.read(text)  # the one reading of its words; every step reads this
         run = self.new_run(deadline_s)
         deadline, tracker = run.deadline_s, run.tracker
         graph = self._graph
@@ -155,7 +156,7 @@ class HoptreeAgent:
         async def drive() -> PlannerState:
             final: dict[str, Any] = {}
             async for mode, chunk in graph.astream(
-                fresh_question(text, thread_id),
+                fresh_question(asked, thread_id),
                 config=config,
                 context=run,
                 stream_mode=["custom", "values"],

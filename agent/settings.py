@@ -31,7 +31,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from agent.question import MAX_QUESTION_CHARS
+from agent.rules.question import MAX_QUESTION_CHARS
 from searchers.searcher import (
     DEFAULT_LLM_TIMEOUT_S,
     DEFAULT_SEARCH_DEADLINE_S,

@@ -37,8 +37,8 @@ from typing_extensions import TypedDict
 from agent.hoptree_agent import backstop_s
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.state import fresh_question
-from agent.question import clean_question
 from agent.results import degradation, degraded_note
+from agent.rules.question import Question, clean_question
 from agent.settings import Settings, comma_separated, load_settings
 
 GRAPH_NAME = "hoptree"
@@ -202,7 +202,7 @@ def make_graph(config: RunnableConfig | None = None) -> Any:
         # the nodes stop themselves at the deadline; this is the backstop, as in HoptreeAgent
         async with asyncio.timeout(backstop_s(settings.budgets.deadline_s, settings.llm.timeout_s)):
             final = await planner.ainvoke(
-                fresh_question(question, None),
+                fresh_question(Question.read(question), None),
                 {"recursion_limit": recursion_limit(settings.budgets.max_rounds)},
                 context=run,
             )

@@ -18,8 +18,8 @@ Scored per arm:
 - ``alternatives``: comparisons whose every alternative some query names.
 - ``dropped``: planned queries the rules dropped (copied examples, off-topic relations).
 - failed calls, prompt and completion tokens, seconds.
-Questions a family relation plans by rule (``relations.relation_plan``) take no call and are
-left out of both arms.
+Questions a family relation plans by rule (``agent.rules.relations.relation_plan``) take no call
+and are left out of both arms.
 
     HOPTREE_LLM__CACHE=false HOPTREE_LLM__LOCAL_PARALLEL=2 HOPTREE_LLM__LOCAL_CTX=16384 \\
     python benchmarks/decompose_ab.py --variant my_prompts/ --limit 30 \\
@@ -47,8 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prompts
-from agent.checks.comparison import choices
-from agent.planner import shapes
+from agent.planner import examples
 from agent.planner.decompose import QueryPlan
 from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
@@ -59,7 +58,8 @@ from agent.planner.queries import (
     plan_sub_queries,
     residual_hop,
 )
-from agent.planner.relations import relation_plan
+from agent.rules.question import Question
+from agent.rules.relations import relation_plan
 from agent.runtime.chat_models import build_chat_model
 from agent.runtime.usage import UsageTracker
 from agent.settings import Settings
@@ -113,7 +113,7 @@ def planned(question: str, raw: list[str], *, residual: bool = False) -> list[st
     """The queries the decompose node keeps from ``raw`` and their implicit ``#n`` (with
     ``residual``, the residual last hop the node adds, ``PlannerSettings.residual_hop``)."""
     limit = MAX_QUERIES_PER_CALL
-    pairs = kept_queries(raw, question, limit)
+    pairs = kept_queries(raw, Question.read(question), limit)
     if residual:
         pairs = residual_hop(pairs, question, limit)
     pairs = pairs or clean_queries([question], set(), 1)
@@ -133,7 +133,7 @@ async def plan_one(
         "decompose",
         question=text,
         max_queries=MAX_QUERIES_PER_CALL,
-        examples=shapes.plan_examples(shapes.question_shape(text)),
+        examples=examples.plan_examples(Question.read(text).shape),
         conversation="",
     )
     async with slots:
@@ -151,7 +151,7 @@ def use_prompts(folder: Path) -> None:
     prompts.load.cache_clear()
     prompts.example_bank.cache_clear()
     prompts.system_prefixes.cache_clear()
-    shapes.example_names.cache_clear()
+    examples.example_names.cache_clear()
 
 
 def overlay(variant: Path, into: Path) -> Path:
@@ -184,7 +184,7 @@ def score(plans: list[Plan]) -> Counter[str]:
         if p.gold_hops is not None:
             count["hops_known"] += 1
             count["hops_ok"] += len(p.queries) == p.gold_hops
-        offered = choices(text)
+        offered = Question.read(text).choices
         if p.question.type in COMPARING and len(offered) >= 2:
             count["comparisons"] += 1
             named = all(any(o.casefold() in q.casefold() for q in p.queries) for o in offered)

@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query
-from agent.planner.relations import relation_plan
+from agent.rules.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from searchers.text import STOPWORDS, WORD, fold, stem
 
@@ -318,7 +318,6 @@ async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQue
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import decompose_ab
 
-    from agent.planner.relations import relation_plan
     from agent.runtime.chat_models import build_chat_model
     from agent.settings import Settings
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText
-from agent.checks.comparison import choices, resolve
+from agent.checks.comparison import resolve
 from agent.checks.escalation import (
     FITTED,
     Candidate,
@@ -55,7 +55,7 @@ from agent.checks.escalation import (
     draft_signals,
     final_choice,
 )
-from agent.planner.shapes import question_shape
+from agent.rules.question import Question
 from evals.datasets import load_questions, resolve_format
 from evals.metrics import best_f1
 from evals.paired import PairedDiff, paired_diff
@@ -224,14 +224,14 @@ def plan_kind(row: Mapping[str, Any]) -> tuple[PlanKind, bool]:
     supported finding (``citation_check.plan_resolved``), else ``open``."""
     planner = row.get("planner") or {}
     check = planner.get("citation_check") or {}
-    question = str(row["question"])
+    question = Question.read(str(row["question"]))
     subs = planner.get("sub_queries") or []
     findings = [
         (str(sub.get("query", "")), hop.answer)
         for sub, hop in zip(subs, hops_of(row), strict=True)
         if hop.answer and not hop.superseded
     ]
-    if choices(question) and resolve(question, findings) is not None:
+    if question.choices and resolve(question, findings) is not None:
         return "comparison", True
     if check.get("plan_resolved"):
         return "resolved", bool(check.get("short_answer_grounded"))
@@ -260,7 +260,7 @@ def pair_rows(
                 id=qid,
                 question=question,
                 answers=tuple(str(a) for a in d.get("answers") or ()),
-                signals=draft_signals(question, draft, passages(d), question_shape(question)),
+                signals=draft_signals(Question.read(question), draft, passages(d)),
                 draft=draft,
                 draft_f1=float(d.get("f1") or 0.0),
                 draft_s=float(d.get("seconds") or 0.0),

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.question import clean_question
+from agent.rules.question import clean_question
 from agent.runtime.usage import STEP_KEY
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.checks.chains import Hop, last_hop
-from agent.checks.comparison import choices, resolve
+from agent.checks.comparison import resolve
+from agent.rules.question import Question
 from evals.losses import read_rows
 from evals.metrics import best_exact_match, best_f1
 
@@ -45,12 +46,13 @@ def hops_of(row: Mapping[str, Any]) -> list[Hop]:
 
 def replayed_prediction(row: Mapping[str, Any]) -> str:
     """The short answer today's rules give the row's recorded findings and prediction."""
-    question, short = str(row["question"]), str(row.get("prediction") or "")
+    short = str(row.get("prediction") or "")
     if not row.get("planner"):
         return short  # not a planner row: nothing to replay
+    question = Question.read(str(row["question"]))
     hops = hops_of(row)
-    if not choices(question):
-        short = last_hop(short, hops, question) or short
+    if not question.choices:
+        short = last_hop(short, hops, asks_when=question.asks_when) or short
     subs = row["planner"].get("sub_queries") or []
     findings = [
         (str(sub["query"]), hop.answer)

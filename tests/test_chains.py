@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from agent.checks.chains import Hop, chain_end, last_hop, open_end
+from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end
+from agent.rules.question import Question
 
 # "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
 CHAIN = [
     Hop("q1", (), None, "Mira Solt"),
     Hop("q2", ("q1",), None, "tuberculosis"),
 ]
+
+
+def when(question: str) -> bool:
+    """Does ``question`` ask when, as the planner reads it (``Question.asks_when``)?"""
+    return Question.read(question).asks_when
 
 
 def test_a_bridge_answer_moves_to_the_last_hop() -> None:
@@ -39,9 +45,9 @@ def test_a_follow_up_that_answered_the_next_hop_stands_in_for_it() -> None:
 
 def test_three_hops_are_followed_to_the_end() -> None:
     hops = [*CHAIN[:1], Hop("q2", ("q1",), None, "Kell"), Hop("q3", ("q2",), None, "1877")]
-    assert last_hop("Mira Solt", hops, "In what year was the son of Tom Arlen's wife born?") == (
-        "1877"
-    )
+    asked = when("In what year was the son of Tom Arlen's wife born?")
+    assert last_hop("Mira Solt", hops, asks_when=asked) == "1877"
+    assert last_hop("Mira Solt", hops) is None  # a year, and the question does not ask when
 
 
 def test_a_date_at_the_end_of_the_chain_answers_only_a_question_about_when() -> None:
@@ -49,17 +55,17 @@ def test_a_date_at_the_end_of_the_chain_answers_only_a_question_about_when() -> 
     "Which league started its season on 17 August 2013?" planned as "league ..." then
     "start date of #1" asks for the league: the date only checked it."""
     hops = [Hop("q1", (), None, "Premier League"), Hop("q2", ("q1",), None, "17 August 2013")]
-    assert last_hop("Premier League", hops, "Which league started on 17 August 2013?") is None
-    assert last_hop("Premier League", hops, "When did the league of Tom Arlen start?") == (
-        "17 August 2013"
-    )
+    which = when("Which league started on 17 August 2013?")
+    assert last_hop("Premier League", hops, asks_when=which) is None
+    asked = when("When did the league of Tom Arlen start?")
+    assert last_hop("Premier League", hops, asks_when=asked) == "17 August 2013"
 
 
 # --- chain_end: a resolved chain's answer -------------------------------------------------
 
 
 def test_a_resolved_chain_ends_at_its_last_hops_finding() -> None:
-    assert chain_end(CHAIN, "Why did the wife of Tom Arlen die?") == "tuberculosis"
+    assert chain_end(CHAIN, asks_when=when("Why did the wife of Tom Arlen die?")) == "tuberculosis"
     three = [*CHAIN, Hop("q3", ("q2",), None, "lungs")]
     assert chain_end(three) == "lungs"
 
@@ -82,8 +88,10 @@ def test_a_follow_up_that_answered_a_link_completes_the_chain() -> None:
 
 def test_a_date_ends_a_chain_only_when_the_question_asks_when() -> None:
     dated = [CHAIN[0], Hop("q2", ("q1",), None, "12 March 1923")]
-    assert chain_end(dated, "When did the wife of Tom Arlen die?") == "12 March 1923"
-    assert chain_end(dated, "Which league did the wife of Tom Arlen start?") is None
+    asked = when("When did the wife of Tom Arlen die?")
+    assert chain_end(dated, asks_when=asked) == "12 March 1923"
+    which = when("Which league did the wife of Tom Arlen start?")
+    assert chain_end(dated, asks_when=which) is None
 
 
 # --- open_end: the one step a chain still misses ---------------------------------------
@@ -113,11 +121,15 @@ def test_a_follow_up_that_answered_the_last_hop_closes_the_chain() -> None:
 
 
 def test_a_year_is_said_in_the_unit_the_question_asks() -> None:
-    from agent.checks.chains import in_asked_unit
-
-    assert in_asked_unit("1710", "What century did the author of A live in?") == "18th century"
-    assert in_asked_unit("3 May 1901", "In what century was B born?") == "20th century"
-    assert in_asked_unit("1987", "Which decade did C start?") == "1980s"
-    assert in_asked_unit("18th century", "What century did D live in?") == "18th century"
-    assert in_asked_unit("1710", "When did E die?") == "1710"
-    assert in_asked_unit("Paris", "What century is Paris from?") == "Paris"
+    century = Question.read("What century did the author of A live in?").unit
+    assert century == "century"
+    assert in_asked_unit("1710", century) == "18th century"
+    assert in_asked_unit("3 May 1901", century) == "20th century"
+    assert in_asked_unit("1700", century) == "17th century"
+    decade = Question.read("Which decade did C start?").unit
+    assert decade == "decade"
+    assert in_asked_unit("1987", decade) == "1980s"
+    assert in_asked_unit("18th century", century) == "18th century"
+    assert in_asked_unit("1980s", decade) == "1980s"
+    assert in_asked_unit("1710", Question.read("When did E die?").unit) == "1710"
+    assert in_asked_unit("Paris", century) == "Paris"

@@ -1,7 +1,9 @@
-"""The draft-first router's rules (``agent.checks.escalation``): the question's shape, the
+"""The draft-first router's rules (``agent.checks.escalation``): the question's route shape, the
 draft's signals, the escalation decision under each policy, and the final choice."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -19,9 +21,10 @@ from agent.checks.escalation import (
     route_shape,
     unknown_like,
 )
-from agent.planner.shapes import question_shape
+from agent.rules.question import Question
+from agent.rules.shape import SHAPES
 
-BAND = (
+BAND = Question.read(
     "The band who released the debut album Tinted Windows had their first performance in what city?"
 )
 SHOWN = [
@@ -31,7 +34,7 @@ SHOWN = [
 
 
 def shape(question: str) -> str:
-    return route_shape(question, question_shape(question))
+    return route_shape(Question.read(question))
 
 
 @pytest.mark.parametrize(
@@ -39,7 +42,7 @@ def shape(question: str) -> str:
     [
         ("Which band was formed first, Tinted Windows or Hanson?", "choice"),
         ("Are Pavel Urysohn and Leonid Levin both mathematicians?", "comparison"),
-        (BAND, "chain"),
+        (BAND.text, "chain"),
         ("Who is the maternal grandfather of Edward VI?", "chain"),
         ("What year was Hanson formed?", "single"),
     ],
@@ -48,8 +51,19 @@ def test_route_shape_reads_the_question(question: str, expected: str) -> None:
     assert shape(question) == expected
 
 
-def test_route_shape_of_an_unknown_planner_shape_is_single() -> None:
-    assert route_shape("What year was Hanson formed?", "something new") == "single"
+def test_every_question_shape_has_a_route_shape() -> None:
+    single = Question.read("What year was Hanson formed?")
+    assert single.shape == "single"
+    routed = {s: route_shape(dataclasses.replace(single, shape=s)) for s in SHAPES}
+    assert routed == {
+        "comparison": "comparison",
+        "bridge_comparison": "comparison",
+        "inference": "chain",
+        "composition": "chain",
+        "single": "single",
+    }
+    offered = Question.read("Which band was formed first, Tinted Windows or Hanson?")
+    assert offered.shape == "comparison" and route_shape(offered) == "choice"
 
 
 def test_unknown_like_drafts() -> None:
@@ -60,36 +74,36 @@ def test_unknown_like_drafts() -> None:
 
 
 def test_a_draft_in_its_passages_is_supported() -> None:
-    signals = draft_signals(BAND, "Tulsa", SHOWN, "composition")
+    signals = draft_signals(BAND, "Tulsa", SHOWN)
     assert signals.supported and not signals.weak
     assert signals.shape == "chain"
 
 
 def test_a_draft_missing_from_its_passages_is_weak() -> None:
-    signals = draft_signals(BAND, "Chicago", SHOWN, "composition")
+    signals = draft_signals(BAND, "Chicago", SHOWN)
     assert not signals.supported and signals.weak
 
 
 def test_an_empty_draft_is_weak_and_not_checked() -> None:
-    signals = draft_signals(BAND, "unknown", SHOWN, "composition")
+    signals = draft_signals(BAND, "unknown", SHOWN)
     assert signals.empty and not signals.supported and signals.weak
 
 
 def test_a_draft_restating_the_question_is_weak() -> None:
-    signals = draft_signals(BAND, "Tinted Windows", SHOWN, "composition")
+    signals = draft_signals(BAND, "Tinted Windows", SHOWN)
     assert signals.restates and signals.weak
 
 
 def test_a_yes_no_draft_is_not_weak_without_a_span() -> None:
-    question = "Are Pavel Urysohn and Leonid Levin both mathematicians?"
-    signals = draft_signals(question, "yes", [], "comparison")
+    question = Question.read("Are Pavel Urysohn and Leonid Levin both mathematicians?")
+    signals = draft_signals(question, "yes", [])
     assert signals.yes_no and not signals.weak
 
 
 def test_logprobs_are_summarised_and_optional() -> None:
     assert logprob_summary([]) == (None, None)
     assert logprob_summary([-0.5, float("-inf"), -1.5]) == (-1.0, -1.5)
-    signals = draft_signals(BAND, "Tulsa", SHOWN, "composition", logprobs=[-0.1, -2.0])
+    signals = draft_signals(BAND, "Tulsa", SHOWN, logprobs=[-0.1, -2.0])
     assert signals.logprob_min == -2.0
     assert signals.as_dict()["logprob_mean"] == pytest.approx(-1.05)
 

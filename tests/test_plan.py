@@ -3,10 +3,21 @@ a state built by hand, with no graph and no model."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
+
 from agent.planner.plan import QUESTION_SEARCH_ID, Plan, ResultKey
-from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key
+from agent.planner.state import (
+    FindingRecord,
+    SearchEntry,
+    SubQuery,
+    fresh_question,
+    query_key,
+    question_of,
+)
+from agent.rules.question import Question
 from searchers.passages import Hit, Passage
 from searchers.searcher import SearchResult
 
@@ -46,11 +57,15 @@ def entry(qid: str, searcher: str, *ids: str) -> SearchEntry:
     return {"sub_query_id": qid, **result.to_json()}
 
 
+JAWS = Question.read("Where was the director of Jaws born?")
+
+
 def state(**fields: Any) -> dict[str, Any]:
     subs = fields.pop("subs", [])
     findings = fields.pop("findings", [])
     return {
-        "question": "Where was the director of Jaws born?",
+        "question": JAWS.text,
+        "parsed": JAWS.to_json(),
         "sub_queries": {s["id"]: s for s in subs},
         "findings": {f["id"]: f for f in findings},
         **fields,
@@ -80,13 +95,16 @@ def test_the_plan_round_trips_through_the_graph_state() -> None:
         shape="chain",
     )
     plan = Plan.from_json(raw)
+    assert plan.question == JAWS and plan.question.asks_where
     assert set(plan.searches) == {ResultKey("q1", "sparse"), ResultKey("q0", "dense")}
     assert Plan.from_json(plan.to_json()) == plan
     assert plan.to_json()["searches"] == raw["searches"]
 
 
 def test_an_empty_or_reset_state_is_an_empty_plan() -> None:
-    plan = Plan.from_json({"question": "q?", "sub_queries": None, "findings": None})
+    asked = Question.read("q?")
+    plan = Plan.from_json({**fresh_question(asked, None), "sub_queries": None, "findings": None})
+    assert plan.question == asked
     assert plan.sub_queries == {} and plan.findings == {}
     assert not plan.resolved() and plan.unanswered() == [] and plan.ready() == ([], [], [])
 
@@ -185,3 +203,14 @@ def test_a_plan_of_the_question_itself_is_recognised() -> None:
     asked = sub("q1", "Where was the director of Jaws born?")
     assert plan.is_question_itself([asked])
     assert not plan.is_question_itself(CHAIN)
+
+
+def test_a_fresh_question_carries_the_question_as_read_and_as_json() -> None:
+    asked = Question.read("Who is the maternal grandfather of Elin Sarrow?")
+    fresh = fresh_question(asked, "thread-1")
+    assert fresh["question"] == asked.text and fresh["thread_id"] == "thread-1"
+    assert fresh["parsed"]["relation_plan"] == ["mother of Elin Sarrow", "father of #1"]
+    assert json.loads(json.dumps(fresh["parsed"])) == fresh["parsed"]  # checkpointable JSON
+    assert question_of(fresh) == asked
+    with pytest.raises(KeyError):
+        question_of({"question": asked.text})  # a state nobody read the question of

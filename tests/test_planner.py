@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.hoptree_agent import HoptreeAgent
-from agent.question import QuestionError
+from agent.rules.question import QuestionError
 from agent.settings import PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (

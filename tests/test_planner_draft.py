@@ -177,6 +177,7 @@ def test_a_draft_settled_again_keeps_the_sentence_that_holds_it() -> None:
     span."""
     from agent.planner.answer import redraft
     from agent.planner.plan import Plan
+    from agent.rules.question import Question
     from searchers.passages import Hit, Passage
 
     text = "The Seine is a river in France. The Seine flows through Paris on its way to the sea."
@@ -189,7 +190,7 @@ def test_a_draft_settled_again_keeps_the_sentence_that_holds_it() -> None:
         "hits": [hit],
         "supported": True,
     }
-    composed = redraft(Plan(question=SINGLE), draft)
+    composed = redraft(Plan(question=Question.read(SINGLE)), draft)
     assert composed.short == "Seine"
     assert "flows through Paris" in composed.text and "[1]" in composed.text
     assert [c.id for c in composed.citations] == ["seine"]

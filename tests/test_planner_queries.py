@@ -4,6 +4,7 @@ finding fills into it. No graph, no model."""
 
 from __future__ import annotations
 
+from agent.rules.question import Question
 from tests.planner_scripts import (
     QUESTION,
 )
@@ -17,12 +18,12 @@ def test_planned_queries_off_the_question_are_dropped_and_placeholders_filled() 
         return [(q, query_key(q)) for q in queries]
 
     question = "Who was born first, Ada Lovelace or Alan Turing?"
-    kept = on_topic(plan("birth date of Y", "birth date of Z"), question)
+    kept = on_topic(plan("birth date of Y", "birth date of Z"), Question.read(question))
     assert [q for q, _ in kept] == ["birth date of Ada Lovelace", "birth date of Alan Turing"]
     question = "Which river flows through the city where the Eiffel Tower stands?"
     kept = on_topic(
         plan("director of X", "country of #1", "city of the Eiffel Tower", "river of #3"),
-        question,
+        Question.read(question),
     )
     # the copied pattern and the query built on it go; the kept reference is renumbered
     assert [q for q, _ in kept] == ["city of the Eiffel Tower", "river of #1"]
@@ -32,15 +33,15 @@ def test_a_planned_query_naming_an_example_name_is_dropped() -> None:
     """The 1.5B planner copied a made-up name of its examples into a real plan (MuSiQue
     tuning: "county where the composer of Silver Tide ..."); such a query, and any query
     built on it, is not searched, while the same word named by the question stays."""
+    from agent.planner.examples import example_names
     from agent.planner.queries import on_topic
-    from agent.planner.shapes import example_names
     from agent.planner.state import query_key
 
     assert {"Silver", "Tides", "Elvard"} <= example_names()
     question = "Which county borders the capital of the state where Johnson Hagood was born?"
     plan = ["state where Johnson Hagood was born", "county where the composer of Silver Tide "
             "was born", "capital of #1", "county that borders #3"]  # fmt: skip
-    kept = on_topic([(q, query_key(q)) for q in plan], question)
+    kept = on_topic([(q, query_key(q)) for q in plan], Question.read(question))
     assert [q for q, _ in kept] == [
         "state where Johnson Hagood was born",
         "capital of #1",
@@ -48,7 +49,7 @@ def test_a_planned_query_naming_an_example_name_is_dropped() -> None:
     ]
     question = "Who directed the film Silver Tides of Harbrook?"
     query = "director of Silver Tides of Harbrook"
-    kept = on_topic([(query, query_key(query))], question)
+    kept = on_topic([(query, query_key(query))], Question.read(question))
     assert [q for q, _ in kept] == ["director of Silver Tides of Harbrook"]
 
 
@@ -59,7 +60,7 @@ def test_a_hop_that_asks_when_for_a_question_that_asks_where_asks_for_the_place(
 
     def plan(*queries: str) -> list[str]:
         pairs = [(q, query_key(q)) for q in queries]
-        return [q for q, _ in on_topic(pairs, question)]
+        return [q for q, _ in on_topic(pairs, Question.read(question))]
 
     question = "Where was the director of film Harbour Lights born?"
     assert plan("director of film Harbour Lights", "birth date of #1") == [
@@ -97,7 +98,7 @@ def test_a_bare_noun_is_no_query() -> None:
     assert not generic("Paris") and not generic("capital of France") and not generic("1937")
     question = "In which county is the city sharing a border with the capital of Arlen?"
     planned = ["city", "capital of Arlen", "county of #2"]
-    kept = on_topic(clean_queries(planned, set(), 6), question)
+    kept = on_topic(clean_queries(planned, set(), 6), Question.read(question))
     assert [q for q, _ in kept] == ["capital of Arlen", "county of #1"]
 
 
@@ -118,7 +119,7 @@ def test_a_hop_whose_relation_the_question_never_asks_is_dropped() -> None:
 
     question = "In which country is the province where Serbian is official?"
     planned = ["province where Serbian is official", "country of #1", "capital of #2"]
-    kept = on_topic(clean_queries(planned, set(), 6), question)
+    kept = on_topic(clean_queries(planned, set(), 6), Question.read(question))
     assert [q for q, _ in kept] == ["province where Serbian is official", "country of #1"]
     assert relation_in_question("place of birth of #1", "Where was the wife of Tom Arlen born?")
     assert relation_in_question("date of death of #1", "When did the father of Ann Lee die?")

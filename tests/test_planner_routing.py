@@ -18,6 +18,7 @@ from agent.planner.routing import (
     search_node,
 )
 from agent.planner.state import SubQuery, query_key
+from agent.rules.question import Question
 from agent.settings import PlannerSettings
 
 SEARCHERS = ["sparse", "dense"]
@@ -71,12 +72,13 @@ def sub(qid: str, query: str, rnd: int = 1) -> SubQuery:
     )  # fmt: skip
 
 
-QUESTION = "Where was the director of Jaws born?"
+QUESTION = Question.read("Where was the director of Jaws born?")
 
 
 def planned(*subs: SubQuery, pending: list[str], **fields: Any) -> dict[str, Any]:
     return {
-        "question": QUESTION,
+        "question": QUESTION.text,
+        "parsed": QUESTION.to_json(),
         "sub_queries": {s["id"]: s for s in subs},
         "pending": pending,
         **fields,
@@ -94,14 +96,14 @@ def test_after_decompose_each_ready_query_goes_to_each_searcher_then_the_questio
     assert targets(route) == [
         ("search_sparse", "q1", "director of Jaws"),
         ("search_dense", "q1", "director of Jaws"),
-        ("search_sparse", "q0", QUESTION),
-        ("search_dense", "q0", QUESTION),
+        ("search_sparse", "q0", QUESTION.text),
+        ("search_dense", "q0", QUESTION.text),
     ]
     assert all(s.arg["max_llm_calls"] == 0 for s in route[2:])  # type: ignore[index]
 
 
 def test_the_question_is_not_searched_twice_nor_when_switched_off() -> None:
-    itself = planned(sub("q1", QUESTION), pending=["q1"])
+    itself = planned(sub("q1", QUESTION.text), pending=["q1"])
     assert [t[1] for t in targets(after_decompose(itself, runtime()))] == ["q1", "q1"]  # type: ignore[arg-type]
     state = planned(sub("q1", "director of Jaws"), pending=["q1"])
     off = after_decompose(state, runtime(question_search=False))  # type: ignore[arg-type]

@@ -7,17 +7,17 @@ from agent.checks.chains import Hop
 from agent.checks.citations import SourceText
 from agent.checks.evidence import Finding
 from agent.checks.short_answer import settle_short_answer
+from agent.rules.question import Question
 
 CHAIN = [Hop("q1", (), None, "Mira Solt"), Hop("q2", ("q1",), None, "tuberculosis")]
-WIFE = "Why did the wife of Tom Arlen die?"
+WIFE = Question.read("Why did the wife of Tom Arlen die?")
 SHOWN = [SourceText(1, "Mira Solt", "Mira Solt, Tom Arlen's wife, died of tuberculosis in 1923.")]
 
 
 def test_a_written_answer_is_snapped_onto_the_passages_wording() -> None:
     shown = [SourceText(1, "Beyoncé", "Beyoncé performed at the Cain's Ballroom in 2001.")]
-    settled = settle_short_answer(
-        "Cain Ballroom", "", shown, "Where did Beyoncé perform?", [], [], follow_chain=True
-    )
+    where = Question.read("Where did Beyoncé perform?")
+    settled = settle_short_answer("Cain Ballroom", "", shown, where, [], [], follow_chain=True)
     assert (settled.text, settled.grounded) == ("Cain's Ballroom", True)
     assert (settled.last_hop, settled.chain_end, settled.comparison) == (None, None, None)
 
@@ -33,9 +33,8 @@ def test_the_chain_end_replaces_another_answer_only_when_chains_are_followed() -
     assert (followed.text, followed.grounded, followed.last_hop) == ("tuberculosis", True, None)
     ignored = settle_short_answer("the flu", "", SHOWN, WIFE, CHAIN, [], follow_chain=False)
     assert (ignored.text, ignored.grounded, ignored.chain_end) == ("the flu", False, None)
-    yes_no = settle_short_answer(
-        "yes", "", SHOWN, "Did the wife of Tom Arlen die young?", CHAIN, [], follow_chain=True
-    )
+    asked = Question.read("Did the wife of Tom Arlen die young?")
+    yes_no = settle_short_answer("yes", "", SHOWN, asked, CHAIN, [], follow_chain=True)
     assert (yes_no.text, yes_no.chain_end) == ("yes", None)
 
 
@@ -53,7 +52,7 @@ def test_the_chain_end_written_by_the_reader_is_grounded_by_its_finding() -> Non
 
 
 def test_a_comparison_the_findings_decide_is_computed_last() -> None:
-    question = "Who was born first, Morgan Llywelyn or Robert Jordan?"
+    question = Question.read("Who was born first, Morgan Llywelyn or Robert Jordan?")
     findings = [
         Finding("birth date of Morgan Llywelyn", "December 3, 1937", ("m",)),
         Finding("birth date of Robert Jordan", "October 17, 1948", ("r",)),

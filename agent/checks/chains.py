@@ -14,25 +14,14 @@ the end of the chain). Nothing is asked of the model.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.checks.comparison import parse_date
+from agent.rules.asked import Unit
 from searchers.text import normalize_answer_folded
 
 MAX_HOPS = 6  # a plan has at most a handful of queries; the bound only guards odd states
-_WHEN = (
-    "when",
-    "what year",
-    "which year",
-    "what date",
-    "which date",
-    "what day",
-    "what decade",
-    "what century",
-    "how long ago",
-)
 
 
 @dataclass(frozen=True)
@@ -67,18 +56,12 @@ def _standing(hop: Hop, hops: Sequence[Hop]) -> Hop | None:
     return follow_ups[0] if len(follow_ups) == 1 else None
 
 
-def asks_when(question: str) -> bool:
-    """Does the question ask for a time ("when", "what year", "what date", "how long ago")?"""
-    text = f" {normalize_answer_folded(question)} "
-    return any(f" {w} " in text for w in _WHEN)
-
-
-def last_hop(short: str, hops: Sequence[Hop], question: str = "") -> str | None:
+def last_hop(short: str, hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     """The answer at the end of the chain the short answer sits in the middle of; None when
     the short answer is no bridge, the chain forks, its next hop found nothing, or the last hop
-    is a date and the question does not ask when (a plan that checks "start date of #1" for
-    "What league ... started in 2013?" asks for the league, not the date: measured on
-    HotpotQA v3, where following that chain turned a right answer wrong)."""
+    is a date and the question does not ask when (``Question.asks_when``: a plan that checks
+    "start date of #1" for "What league ... started in 2013?" asks for the league, not the
+    date: measured on HotpotQA v3, where following that chain turned a right answer wrong)."""
     start = [h for h in hops if h.answer and not h.superseded and _names(short, h.answer)]
     if len(start) != 1:
         return None
@@ -94,7 +77,7 @@ def last_hop(short: str, hops: Sequence[Hop], question: str = "") -> str | None:
         current, moved = following, True
     if not moved or current.answer is None:
         return None
-    if parse_date(current.answer) is not None and not asks_when(question):
+    if parse_date(current.answer) is not None and not asks_when:
         return None
     return current.answer
 
@@ -150,7 +133,7 @@ def open_end(hops: Sequence[Hop]) -> Hop | None:
     return end
 
 
-def chain_end(hops: Sequence[Hop], question: str = "") -> str | None:
+def chain_end(hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     """The finding at the end of a resolved chain, or None.
 
     A plan is a chain when one planned query (the end) builds, through ``#n``, on every other
@@ -173,13 +156,9 @@ def chain_end(hops: Sequence[Hop], question: str = "") -> str | None:
             return None
     final = _standing(end, hops)
     assert final is not None and final.answer is not None  # checked in the loop above
-    if parse_date(final.answer) is not None and not asks_when(question):
+    if parse_date(final.answer) is not None and not asks_when:
         return None
     return final.answer
-
-
-_CENTURY = re.compile(r"\b(?:what|which)\s+century\b", re.IGNORECASE)
-_DECADE = re.compile(r"\b(?:what|which)\s+decade\b", re.IGNORECASE)
 
 
 def _ordinal(n: int) -> str:
@@ -187,18 +166,17 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def in_asked_unit(short: str, question: str) -> str:
-    """A date or year said in the unit the question asks: "What century did X live in?" with
-    the finding "1710" is "18th century", "what decade" gives "1710s". Measured on MuSiQue, the
-    chain's finding was the year and the reader copied it; the century is arithmetic, not
-    reading. Anything else comes back unchanged."""
-    asks_century, asks_decade = bool(_CENTURY.search(question)), bool(_DECADE.search(question))
-    if not (asks_century or asks_decade) or "centur" in short.lower() or short.endswith("s"):
+def in_asked_unit(short: str, unit: Unit | None) -> str:
+    """A date or year said in the unit the question asks (``Question.unit``): "What century
+    did X live in?" with the finding "1710" is "18th century", "what decade" gives "1710s".
+    Measured on MuSiQue, the chain's finding was the year and the reader copied it; the century
+    is arithmetic, not reading. Anything else comes back unchanged."""
+    if unit is None or "centur" in short.lower() or short.endswith("s"):
         return short
     date = parse_date(short)
     if date is None or date[0] <= 0:
         return short
     year = date[0]
-    if asks_century:
+    if unit == "century":
         return f"{_ordinal((year - 1) // 100 + 1)} century"
     return f"{year // 10 * 10}s"

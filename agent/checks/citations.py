@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
-from agent.text_rules import NAME_CONNECTORS
+from agent.rules.names import NAME_CONNECTORS
 from searchers.text import (
     STOPWORDS,
     WORD,

@@ -7,11 +7,11 @@ arithmetic, not reading: when the question offers two alternatives, says which w
 (first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
 that is a date or a number, the answer is computed. Anything less clear is left to the reader.
 
-The alternatives come from the question as written (``agent.text_rules.choices``: "Which band
-was formed first, Tinted Windows or Hanson?" offers "Tinted Windows" and "Hanson"); the answer
-step also maps its short answer onto one of them (``pick_choice``), because exact-match scoring
-punishes "the band" for "Hanson", and the other checks and the planner's shapes read
-``choices`` too.
+The alternatives and the direction come from the question as the rules read it once
+(``Question.choices``, ``agent.rules.alternatives``: "Which band was formed first, Tinted Windows
+or Hanson?" offers "Tinted Windows" and "Hanson"; ``Question.direction``, ``agent.rules.asked``);
+the answer step also maps its short answer onto one of them (``pick_choice``), because
+exact-match scoring punishes "the band" for "Hanson".
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# the question's alternatives live with the text rules the planner shares; re-exported here
-from agent.text_rules import asks_yes_no as asks_yes_no
-from agent.text_rules import choices as choices
+from agent.rules.question import Question
 from searchers.text import normalize_answer_folded
 
 
@@ -30,11 +28,11 @@ def _contains(outer: str, inner: str) -> bool:
     return bool(inner) and f" {inner} " in f" {outer} "
 
 
-def pick_choice(short: str, long: str, question: str) -> str:
-    """Resolve the short answer to one of the question's alternatives, as the question writes
-    it: a direct match first, else the only alternative the long answer names; otherwise the
-    short answer unchanged (it may be right in a form we cannot map)."""
-    options = choices(question)
+def pick_choice(short: str, long: str, options: Sequence[str]) -> str:
+    """Resolve the short answer to one of the question's alternatives (``options``,
+    ``Question.choices``), as the question writes it: a direct match first, else the only
+    alternative the long answer names; otherwise the short answer unchanged (it may be right in
+    a form we cannot map)."""
     if not options:
         return short
     target = normalize_answer_folded(short)
@@ -82,57 +80,6 @@ MONTHS = {
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _DAY = re.compile(r"\b([0-3]?\d)\b")
 _NUMBER = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\b")
-
-# Words that say which way the question compares: "min" picks the smaller value (the earlier
-# date), "max" the larger. Phrases are matched on the normalised question, longest first.
-_DIRECTIONS: tuple[tuple[str, str], ...] = (
-    ("more recently", "max"),
-    ("most recently", "max"),
-    ("more recent", "max"),
-    ("most recent", "max"),
-    ("first", "min"),
-    ("earlier", "min"),
-    ("earliest", "min"),
-    ("older", "min"),
-    ("oldest", "min"),
-    ("sooner", "min"),
-    ("before", "min"),
-    ("later", "max"),
-    ("latest", "max"),
-    ("last", "max"),
-    ("younger", "max"),
-    ("youngest", "max"),
-    ("newer", "max"),
-    ("newest", "max"),
-    ("after", "max"),
-)
-_AMOUNTS: tuple[tuple[str, str], ...] = (
-    ("more", "max"),
-    ("most", "max"),
-    ("larger", "max"),
-    ("largest", "max"),
-    ("bigger", "max"),
-    ("biggest", "max"),
-    ("higher", "max"),
-    ("highest", "max"),
-    ("taller", "max"),
-    ("tallest", "max"),
-    ("longer", "max"),
-    ("longest", "max"),
-    ("fewer", "min"),
-    ("fewest", "min"),
-    ("less", "min"),
-    ("least", "min"),
-    ("smaller", "min"),
-    ("smallest", "min"),
-    ("shorter", "min"),
-    ("shortest", "min"),
-    ("lower", "min"),
-    ("lowest", "min"),
-)
-# Questions whose comparison is not one value against another ("who lived longer" compares two
-# lifespans, a difference of two dates each).
-_NOT_A_VALUE = ("lived longer", "live longer", "lived shorter", "longer life", "age at death")
 
 
 @dataclass(frozen=True)
@@ -186,20 +133,6 @@ def parse_number(text: str) -> float | None:
     return value
 
 
-def direction(question: str) -> tuple[str, str] | None:
-    """("min"|"max", "date"|"amount"), or None when the question does not say which way."""
-    text = f" {normalize_answer_folded(question)} "
-    if any(f" {phrase} " in text for phrase in _NOT_A_VALUE):
-        return None
-    for phrase, way in _DIRECTIONS:
-        if f" {phrase} " in text:
-            return way, "date"
-    for phrase, way in _AMOUNTS:
-        if f" {phrase} " in text:
-            return way, "amount"
-    return None
-
-
 def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:
     """The answers of the queries that name ``name`` and none of ``others``."""
     key = f" {normalize_answer_folded(name)} "
@@ -235,12 +168,13 @@ def _value_of(
     return bridged.pop() if len(bridged) == 1 else None
 
 
-def resolve(question: str, findings: Sequence[tuple[str, str]]) -> Comparison | None:
+def resolve(question: Question, findings: Sequence[tuple[str, str]]) -> Comparison | None:
     """The alternative the findings decide, given (query, supported answer) pairs; None when
-    the question is not a two-way comparison, or the findings do not give one clear value of
-    the same kind for each alternative, or the values tie."""
-    offered = choices(question)
-    way = direction(question)
+    the question is not a two-way comparison (two ``choices`` and a ``direction``), or the
+    findings do not give one clear value of the same kind for each alternative, or the values
+    tie."""
+    offered = question.choices
+    way = question.direction
     if len(offered) != 2 or way is None:
         return None
     kind = "date" if way[1] == "date" else "number"

@@ -11,10 +11,9 @@ answer when the plan ran. Pure functions: no I/O, no model; the planner, ``hoptr
 The anchors:
 
 - Adaptive-RAG (Jeong et al., 2024) routes each question by its complexity to no, one or
-  multi-step retrieval. Its classifier is a trained T5; here the question's shape is read by the
-  planner's own wording rules (``agent.planner.shapes.question_shape``, passed in by the caller:
-  this room sits below the planner and cannot import it) and folded into the four shapes the
-  router tells apart (``route_shape``).
+  multi-step retrieval. Its classifier is a trained T5; here the question's shape is the one the
+  planner's examples are chosen by (``Question.shape``, ``agent.rules.shape``), folded into the
+  four shapes the router tells apart (``route_shape``).
 - RASER-style escalation: answer once, then escalate from a handful of features of that attempt.
   Our features are the draft's own: is its short answer a span of the passages it was shown
   (``citations.ground_short_answer``), is it empty or "unknown", does it only restate the
@@ -38,8 +37,9 @@ from typing import Literal
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.comparison import asks_yes_no, choices
 from agent.checks.evidence import restates
+from agent.rules.question import Question
+from agent.rules.shape import Shape
 from agent.settings import PlannerSettings
 from searchers.text import normalize_answer_folded
 from searchers.verification import NO_ANSWER, YES_NO
@@ -54,8 +54,8 @@ PLANNED_SHAPES: tuple[RouteShape, ...] = tuple(
     _SETTINGS["router_shapes"].get_default(call_default_factory=True)
 )
 
-# the planner's shapes (agent.planner.shapes.Shape) as the router groups them
-_FROM_PLANNER: dict[str, RouteShape] = {
+# the question's shapes (agent.rules.shape.Shape) as the router groups them
+_FROM_SHAPE: dict[Shape, RouteShape] = {
     "composition": "chain",
     "inference": "chain",  # a family relation: a chain of parent/child/spouse steps
     "comparison": "comparison",
@@ -67,15 +67,15 @@ _FROM_PLANNER: dict[str, RouteShape] = {
 _UNKNOWN_WORDS = ("not provided", "not stated", "not specified", "cannot be determined", "unknown")
 
 
-def route_shape(question: str, planner_shape: str) -> RouteShape:
+def route_shape(question: Question) -> RouteShape:
     """The router's shape of ``question``: ``choice`` when it offers two named alternatives
-    ("Which band formed first, A or B?": ``comparison.choices``), else the planner's shape
-    (``planner_shape``, from ``agent.planner.shapes.question_shape``) grouped: a description to
-    resolve first or a family relation is a ``chain``, any other comparison ("Are A and B both
-    ...?") a ``comparison``, the rest ``single``. An unknown planner shape counts as ``single``."""
-    if len(choices(question)) >= 2:
+    ("Which band formed first, A or B?": ``Question.choices``), else its shape
+    (``Question.shape``) grouped: a description to resolve first or a family relation is a
+    ``chain``, any other comparison ("Are A and B both ...?") a ``comparison``, the rest
+    ``single``."""
+    if len(question.choices) >= 2:
         return "choice"
-    return _FROM_PLANNER.get(planner_shape, "single")
+    return _FROM_SHAPE[question.shape]
 
 
 def unknown_like(answer: str) -> bool:
@@ -141,10 +141,9 @@ def answer_logprobs(tokens: Sequence[tuple[str, float]], answer: str) -> list[fl
 
 
 def draft_signals(
-    question: str,
+    question: Question,
     draft: str,
     shown: Sequence[SourceText],
-    planner_shape: str,
     *,
     logprobs: Sequence[float] = (),
     top_score: float | None = None,
@@ -152,17 +151,16 @@ def draft_signals(
     """The signals of the draft short answer ``draft`` to ``question``, read against the
     passages the draft was shown (``shown``)."""
     empty = unknown_like(draft)
-    yes_no = asks_yes_no(question)
     supported = False
     if not empty:
-        _, supported = ground_short_answer(draft, shown, question)
+        _, supported = ground_short_answer(draft, shown, question.text)
     mean, low = logprob_summary(logprobs)
     return Signals(
-        shape=route_shape(question, planner_shape),
+        shape=route_shape(question),
         supported=supported,
         empty=empty,
-        restates=not empty and restates(draft, question),
-        yes_no=yes_no or normalize_answer_folded(draft) in YES_NO,
+        restates=not empty and restates(draft, question.text, offered=question.choices),
+        yes_no=question.yes_no or normalize_answer_folded(draft) in YES_NO,
         logprob_mean=mean,
         logprob_min=low,
         top_score=top_score,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.text_rules import choices
+from agent.rules.alternatives import choices
 from searchers.text import STOPWORDS, WORD, fold, key_terms, normalize_answer_folded, stem
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
@@ -64,15 +64,17 @@ def names_one(names: Sequence[frozenset[str]], passage: Mapping[str, Any]) -> bo
     return any(_named(name, words) for name in names)
 
 
-def restates(answer: str, query: str) -> bool:
+def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -> bool:
     """An answer made only of the query's own words answers nothing ("first performance of
     Tinted Windows" -> "Tinted Windows"), unless the query offers it as an alternative
-    ("Who was older, A or B?" -> "B")."""
+    ("Who was older, A or B?" -> "B"). ``offered``: the alternatives, when the query is the
+    question and they were read already (``Question.choices``); else read from ``query``."""
     said = set(normalize_answer_folded(answer).split())
     if not said or not said <= set(normalize_answer_folded(query).split()):
         return False
-    offered = {normalize_answer_folded(c) for c in choices(query)}
-    return normalize_answer_folded(answer) not in offered
+    alternatives = choices(query) if offered is None else offered
+    named = {normalize_answer_folded(c) for c in alternatives}
+    return normalize_answer_folded(answer) not in named
 
 
 def support(

@@ -24,7 +24,7 @@ from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_an
 from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.comparison import Comparison, pick_choice, resolve
 from agent.checks.evidence import Finding
-from agent.text_rules import asks_yes_no, choices
+from agent.rules.question import Question
 
 
 @dataclass(frozen=True)
@@ -42,24 +42,25 @@ def settle_short_answer(
     written: str,
     long: str,
     sources: Sequence[SourceText],
-    question: str,
+    question: Question,
     hops: Sequence[Hop],
     findings: Sequence[Finding],
     *,
     follow_chain: bool,
 ) -> ShortAnswer:
     """The short answer ``written`` by the reader (``long`` is its cited answer) after the rules
-    above, read against the passages shown, the plan's ``hops`` and its supported ``findings``.
+    above, read against the passages shown, the plan's ``hops`` and its supported ``findings``;
+    what the ``question`` offers and asks for is read from it, not from its words.
     ``follow_chain``: the planner's findings and chain answer are switched on."""
-    short, grounded = ground_short_answer(written, sources, question)
-    short = pick_choice(short, long, question)
-    offers_choices = bool(choices(question))
-    bridged_to = None if offers_choices else last_hop(short, hops, question)
+    short, grounded = ground_short_answer(written, sources, question.text)
+    short = pick_choice(short, long, question.choices)
+    offers_choices = bool(question.choices)
+    bridged_to = None if offers_choices else last_hop(short, hops, asks_when=question.asks_when)
     if bridged_to is not None:
         short, grounded = bridged_to, True
     chained = (
-        chain_end(hops, question)
-        if follow_chain and not asks_yes_no(question) and not offers_choices
+        chain_end(hops, asks_when=question.asks_when)
+        if follow_chain and not question.yes_no and not offers_choices
         else None
     )
     if chained is not None:
@@ -68,7 +69,7 @@ def settle_short_answer(
         # the hop's own passage held: 2Wiki's "Flora" for Henrik Selberg's father's birthplace)
         short = short if same_answer(short, chained) else chained
         grounded = True
-    short = in_asked_unit(short, question)
+    short = in_asked_unit(short, question.unit)
     comparison = resolve(question, [(f.query, f.answer) for f in findings])
     if comparison is not None:
         short, grounded = comparison.picked, True

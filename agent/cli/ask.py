@@ -199,7 +199,7 @@ def ask_command(
     JSON document). The searchers are the settings' (HOPTREE_PLANNER__SEARCHERS) or, unset,
     sparse and dense plus tree when the index has one; the result names them."""
     from agent.cli.context import settings_or_exit
-    from agent.question import QuestionError, clean_question
+    from agent.rules.question import QuestionError, clean_question
     from agent.service import AgentError
     from searchers.registry import SearcherRegistryError
     from searchers.retrieval import RetrievalError

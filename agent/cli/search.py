@@ -84,7 +84,7 @@ def search_command(
 ) -> None:
     """Run one low-level searcher (LLM rewriting + refinement) and show what it tried."""
     from agent.cli.context import settings_or_exit
-    from agent.question import QuestionError, clean_question
+    from agent.rules.question import QuestionError, clean_question
     from agent.runtime.runtime import Runtime
     from agent.searching import create_searcher
     from searchers.registry import SearcherRegistryError

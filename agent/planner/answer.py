@@ -63,7 +63,9 @@ def nameless_queries(plan: Plan) -> list[str]:
     scored 46-48 on the same questions, while the 29 resolved plans without one scored 48
     against 28-33 ("year of overlap" found "2010"; "named after" found a name unrelated to the
     chain and became the short answer)."""
-    return [sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question)]
+    return [
+        sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question.text)
+    ]
 
 
 def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[HitRecord]:
@@ -88,14 +90,14 @@ def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[Hit
     if narrow and findings:
         first = {f.sources[0] for f in findings if f.sources and f.sources[0] in passages}
         narrowed = min(limit, max(MIN_RESOLVED_SOURCES, len(first)))
-        ids = select_evidence(plan.question, findings, ranked, passages, narrowed)
+        ids = select_evidence(plan.question.text, findings, ranked, passages, narrowed)
         ids = list(dict.fromkeys(ids))[:limit]
         return [passages[pid] for pid in ids]
     # a plan that found nothing at all has no chain to read: one-call RAG's passages lead
     chain = [pid for ids in ranked for pid in ids[:HOP_PASSAGES] if pid in passages]
     hops = chain if findings else []
     lead = list(dict.fromkeys([*hops, *(h.id for h in question_hits)]))[:limit]
-    rest = select_evidence(plan.question, findings, ranked, passages, limit)
+    rest = select_evidence(plan.question.text, findings, ranked, passages, limit)
     ids = list(dict.fromkeys([*lead, *rest]))[:limit]
     return [passages[pid] for pid in ids]
 
@@ -172,7 +174,7 @@ def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
     read = _reader_sources(plan, cfg)
     if read:
         return AnswerMode(
-            "one_call", read, plan.question, False, reader=True, unplanned=True,
+            "one_call", read, plan.question.text, False, reader=True, unplanned=True,
             nameless=shown_nameless,
         )  # fmt: skip
     sources = _fused_sources(plan, cfg, narrow=False)
@@ -257,7 +259,7 @@ async def _write(
     if mode.reader:
         return await read_short_answer(
             run.chat,
-            plan.question,
+            plan.question.text,
             passages_text,
             scope=scope,
             step=mode.step,
@@ -268,7 +270,7 @@ async def _write(
         FinalAnswer,
         prompts.render(
             "answer",
-            question=plan.question,
+            question=plan.question.text,
             notes=_notes(plan.supported_findings()) if mode.planned else "(none)",
             open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
@@ -291,14 +293,14 @@ def _written(
     if isinstance(reply.value, ReaderReply):
         short = " ".join(reply.value.answer.split())[:300]
         shown = [(t.n, t.text) for t in texts]
-        return Written(short, holding_sentence(short, shown, plan.question) or "", [])
+        return Written(short, holding_sentence(short, shown, plan.question.text) or "", [])
     if reply.value is not None:
         short = " ".join(reply.value.short_answer.split())[:300]
         return Written(short, " ".join(reply.value.answer.split())[:2000], [])
     fallback = _without_model(plan.supported_findings(), mode.sources)
     how = "answered from the findings without the model"
     if fallback is None and reply.timed_out:
-        fallback = _extract_without_model(plan.question, texts)
+        fallback = _extract_without_model(plan.question.text, texts)
         how = "cited the likeliest sentence without the model, no short answer"
     if fallback is None:
         raise AgentRunError(f"the chat model could not write the answer: {reply.error}")
@@ -414,8 +416,10 @@ def finish(
     )
     long = written.long
     if reader and settled.text != written.short:
-        long = holding_sentence(settled.text, [(t.n, t.text) for t in texts], plan.question) or ""
-    check = check_citations(long, texts, plan.question)
+        long = (
+            holding_sentence(settled.text, [(t.n, t.text) for t in texts], plan.question.text) or ""
+        )
+    check = check_citations(long, texts, plan.question.text)
     text = _cited_text(check, settled.text, texts, grounded=settled.grounded)
     sources = mode.sources
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
@@ -481,7 +485,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     if choice is not None:
         data["final"] = {"source": choice.source, "reason": choice.reason}
     emit(runtime, "answer", data, state.get("round", 1), (time.monotonic() - started) * 1000)
-    turn = {"question": plan.question, "short_answer": composed.short}
+    turn = {"question": plan.question.text, "short_answer": composed.short}
     update: dict[str, Any] = {
         "errors": composed.errors,
         **composed.fields(),
@@ -503,7 +507,7 @@ def redraft(plan: Plan, draft: dict[str, Any], *, settle: bool = True) -> Compos
     comparison the plan's findings answer ("A or B?" over both compared values)."""
     shown: list[ShownSource] = list(draft.get("sources", []))
     hits: list[HitRecord] = list(draft.get("hits", []))
-    mode = AnswerMode("draft", hits, plan.question, False, reader=True, step="draft")
+    mode = AnswerMode("draft", hits, plan.question.text, False, reader=True, step="draft")
     if not settle:
         return Composed(
             short=draft["short_answer"],
@@ -518,7 +522,7 @@ def redraft(plan: Plan, draft: dict[str, Any], *, settle: bool = True) -> Compos
     short = str(draft.get("written", draft["short_answer"]))
     # the draft is the reader's: its long answer is the shown sentence holding its span, as
     # ``_written`` makes it (the record keeps the short span, not that sentence)
-    long = holding_sentence(short, [(s["n"], s["shown"]) for s in shown], plan.question) or ""
+    long = holding_sentence(short, [(s["n"], s["shown"]) for s in shown], plan.question.text) or ""
     written = Written(short, long, [])
     composed = finish(plan, mode, shown, written, step=None, follow_chain=False, reader=True)
     return replace(composed, report={**composed.report, "answered_as": "draft"})

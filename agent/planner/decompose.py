@@ -1,7 +1,7 @@
 """The ``decompose`` node: one call plans the atomic queries (a family relation with one
-reading is planned by rule, ``agent.planner.relations``); dependent ones wait for the answers
-they need (``#1``), independent ones go out at once, one ``Send`` per searcher
-(``agent.planner.routing``)."""
+reading is planned by rule, ``Question.relation_plan``, ``agent.rules.relations``); dependent
+ones wait for the answers they need (``#1``), independent ones go out at once, one ``Send`` per
+searcher (``agent.planner.routing``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
+from agent.planner.examples import plan_examples
 from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
     clean_queries,
@@ -21,10 +22,10 @@ from agent.planner.queries import (
     residual_hop,
     spell_out,
 )
-from agent.planner.relations import relation_plan
-from agent.planner.shapes import Shape, plan_examples, question_shape
-from agent.planner.state import PlannerRun, PlannerState, SubQuery
+from agent.planner.state import PlannerRun, PlannerState, SubQuery, question_of
 from agent.planner.trace import emit, sub_report
+from agent.rules.question import Question
+from agent.rules.shape import Shape
 from searchers.searcher import BudgetExceeded
 from searchers.structured_calls import ask
 
@@ -37,7 +38,7 @@ async def _plan(
     runtime: Runtime[PlannerRun], state: PlannerState, limit: int, shape: Shape
 ) -> tuple[list[str], list[str]]:
     """The decomposition call: (queries, errors); a failure falls back to the question. The
-    prompt shows worked plans of the question's shape only (``agent.planner.shapes``)."""
+    prompt shows worked plans of the question's shape only (``agent.planner.examples``)."""
     run = runtime.context
     try:
         reply = await ask(
@@ -61,7 +62,7 @@ async def _plan(
 
 
 def _planned_queries(
-    raw: list[str], question: str, limit: int, *, by_rule: bool
+    raw: list[str], question: Question, limit: int, *, by_rule: bool
 ) -> list[tuple[str, str]]:
     """The (query, key) pairs kept of a plan: a relation's plan as defined (no filter meant
     for a model's copies: "mother of #1" is not a word of "maternal grandmother", and is
@@ -87,12 +88,12 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     """Plan the question's atomic queries; where they go is ``routing.after_decompose``."""
     run = runtime.context
     started = time.monotonic()
-    question = state["question"]
+    question = question_of(state)
     emit(
         runtime,
         "started",
         {
-            "question": question,
+            "question": question.text,
             "thread_id": state.get("thread_id"),
             "searchers": list(run.searchers),
         },
@@ -100,9 +101,10 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
         0.0,
     )
     limit = min(MAX_QUERIES_PER_CALL, run.budgets.max_sub_queries)
-    shape = question_shape(question)
+    shape = question.shape
     planning = run.planner.decompose
-    by_rule = relation_plan(question) if planning and run.planner.relation_plans else None
+    relation = question.relation_plan if planning and run.planner.relation_plans else None
+    by_rule = list(relation) if relation is not None else None
     errors: list[str] = []
     raw: list[str] = by_rule or []
     if planning and not by_rule:
@@ -110,10 +112,10 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     pairs = _planned_queries(raw, question, limit, by_rule=bool(by_rule))
     kept = {q for q, _ in pairs}
     if run.planner.residual_hop and not by_rule:
-        pairs = residual_hop(pairs, question, limit)
+        pairs = residual_hop(pairs, question.text, limit)
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
-    pairs = pairs or clean_queries([question], set(), 1)  # nothing kept: the question itself
+    pairs = pairs or clean_queries([question.text], set(), 1)  # nothing kept: the question
     schedule = _hops_wait if run.planner.summarize else _all_at_once
     ready, waiting = schedule(pairs)
     for sub in ready:

@@ -30,8 +30,7 @@ from agent.planner.answer import AgentRunError, AnswerMode, Composed, compose
 from agent.planner.plan import Plan
 from agent.planner.routing import question_task
 from agent.planner.search_step import search
-from agent.planner.shapes import question_shape
-from agent.planner.state import PlannerRun, PlannerState
+from agent.planner.state import PlannerRun, PlannerState, question_of
 from agent.planner.trace import emit
 from agent.settings import PlannerSettings
 from searchers.searcher import BudgetExceeded
@@ -91,14 +90,14 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
     if not cfg.draft or state.get("history"):
         return {}
     started = time.monotonic()
-    question = state["question"]
-    searches, errors = await _question_searches(question, runtime)
+    question = question_of(state)
+    searches, errors = await _question_searches(question.text, runtime)
     plan = Plan.from_json({**state, "searches": searches})
     hits = [hit.to_json() for hit in plan.question_hits(cfg.k)[: cfg.answer_sources]]
     update: dict[str, Any] = {"searches": searches, "errors": errors}
     if not hits:
         return {**update, "draft": _no_draft(runtime, "no passage matched the question", started)}
-    mode = AnswerMode("draft", hits, question, False, reader=True, step="draft")
+    mode = AnswerMode("draft", hits, question.text, False, reader=True, step="draft")
     try:
         composed = await compose(run, plan, mode, run.rounds, logprobs=True)
     except (AgentRunError, BudgetExceeded) as exc:
@@ -111,7 +110,6 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
         question,
         composed.short,
         texts,
-        question_shape(question),
         logprobs=answer_logprobs(composed.token_logprobs, record["written"]),
         top_score=float(hits[0]["score"]),
     )
@@ -129,7 +127,7 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
     if decision.escalate:
         return update
     # the draft stands: it is the answer, and the run ends here (``routing.after_draft``)
-    turn = {"question": question, "short_answer": composed.short}
+    turn = {"question": question.text, "short_answer": composed.short}
     report = {**composed.report, "answered_as": "draft"}
     emit(runtime, "answer", {**composed.event(), "check": report}, 0, 0.0)
     return {

@@ -21,7 +21,8 @@ from typing import Any
 from agent.checks.chains import Hop
 from agent.checks.evidence import Finding
 from agent.planner.queries import spell_out
-from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key
+from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key, question_of
+from agent.rules.question import Question
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, HitRecord
 from searchers.searcher import SearchResult
@@ -51,9 +52,11 @@ class ResultKey:
 
 @dataclass(frozen=True)
 class Plan:
-    """One question's plan as the nodes read it; built from the state, never stored itself."""
+    """One question's plan as the nodes read it; built from the state, never stored itself.
+    ``question`` is the question as ``fresh_question`` read it: its text and what the rules
+    found in it."""
 
-    question: str = ""
+    question: Question
     shape: str = ""
     sub_queries: Mapping[str, SubQuery] = field(default_factory=dict)
     waiting: tuple[str, ...] = ()  # planned, not yet searched: they need an earlier answer
@@ -67,9 +70,10 @@ class Plan:
 
     @classmethod
     def from_json(cls, state: Mapping[str, Any]) -> Plan:
-        """The plan held by a graph state (``PlannerState``); missing or reset maps are empty."""
+        """The plan held by a graph state (``PlannerState``); missing or reset maps are empty.
+        The state's question record (``parsed``) is required: every run's input has one."""
         return cls(
-            question=state.get("question", ""),
+            question=question_of(state),
             shape=state.get("shape") or "",
             sub_queries=dict(state.get("sub_queries") or {}),
             waiting=tuple(state.get("waiting") or ()),
@@ -86,7 +90,8 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """The plan's fields of the graph state, as ``from_json`` reads them back."""
         return {
-            "question": self.question,
+            "question": self.question.text,
+            "parsed": self.question.to_json(),
             "shape": self.shape,
             "sub_queries": dict(self.sub_queries),
             "waiting": list(self.waiting),
@@ -251,7 +256,7 @@ class Plan:
     def focus(self) -> str:
         """What the answer step's passages are trimmed around: the question and its queries."""
         queries = " ".join(q["query"] for q in self.sub_queries.values())
-        return f"{self.question} {queries}"
+        return f"{self.question.text} {queries}"
 
     # ------------------------------------------------------------------ growing the plan
 
@@ -274,4 +279,4 @@ class Plan:
 
     def is_question_itself(self, subs: list[SubQuery]) -> bool:
         """A plan of one query that is the question as written."""
-        return [q["key"] for q in subs] == [query_key(self.question)]
+        return [q["key"] for q in subs] == [query_key(self.question.text)]

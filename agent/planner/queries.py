@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from agent.planner.shapes import copies_an_example
+from agent.planner.examples import copies_an_example
 from agent.planner.state import SubQuery, query_key
-from agent.text_rules import NAME_CONNECTORS, choices
+from agent.rules.names import NAME_CONNECTORS
+from agent.rules.question import Question
 from searchers.text import fold
 
 MAX_QUERIES_PER_CALL = 6
@@ -41,23 +42,21 @@ def clean_queries(raw: list[str], asked: set[str], limit: int) -> list[tuple[str
     return kept
 
 
-# asks for a place: "Where was ...", "What is the place of birth of ...", not "the city where"
-_WHERE = re.compile(r"^\W*where\b|\bplace of\b|\bbirthplace\b", re.IGNORECASE)
-_WHEN = re.compile(r"\b(when|what year|which year|what date)\b", re.IGNORECASE)
 _TIME_WORD = re.compile(r"\b(date|year)\b", re.IGNORECASE)
 
 
-def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str]]:
+def on_topic(pairs: list[tuple[str, str]], question: Question) -> list[tuple[str, str]]:
     """The planned queries that are about the question: each shares a content word with it,
     or builds on such a query through ``#n``. The local model sometimes copies the prompt's
     pattern ("director of X") instead of the question's names; searching that wastes a round
     and, worse, its answer would be filled into the queries that build on it. It also copies
     the pattern's relation: measured on 2Wiki (v3, questions 51-100), "Where was the director
     of film X born?" was planned as "birth date of #1" again and again, so a hop that asks for a
-    date or year in a question that asks where asks for the place instead."""
-    words = set(query_key(question).split())
-    asks_where = bool(_WHERE.search(question)) and not _WHEN.search(question)
-    offered = choices(question)
+    date or year in a question that asks where (``Question.asks_where``) asks for the place
+    instead. A copied "Y or Z" is filled with the question's alternatives (``Question.choices``)."""
+    text = question.text
+    words = set(query_key(text).split())
+    offered = question.choices
     prefixes = {w[:5] for w in words}  # "founder" passes for a question that says "founded"
     kept: list[tuple[str, str]] = []
     numbers: dict[int, int] = {}  # position in the plan as written -> position kept
@@ -68,17 +67,17 @@ def on_topic(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str
         refs = {int(n) for n in REF.findall(query)}
         if refs and not refs <= set(numbers):
             continue  # builds on a query that was dropped
-        if refs and asks_where and _TIME_WORD.search(query):
+        if refs and question.asks_where and _TIME_WORD.search(query):
             # the prompt's "birth year of #1", copied into "Where was ... born?"
             query = _TIME_WORD.sub("place", query)
             key = query_key(query)
-        if refs and not relation_in_question(query, question):
+        if refs and not relation_in_question(query, text):
             continue  # an example's relation ("capital of #2"), not one the question asks
         if not refs and not words & set(key.split()):
             continue
         if not refs and generic(query):
             continue  # "city", "the capitol": a bare noun names nothing to search for
-        if copies_an_example(query, question):
+        if copies_an_example(query, text):
             continue  # a made-up name of the prompt's examples, not one the question names
         if any(w in key.split() and w[:5] not in prefixes for w in PATTERN_WORDS):
             continue  # the prompt's example relation, copied into an unrelated question
@@ -241,10 +240,11 @@ def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> lis
     return [*pairs, (found[1], key)]
 
 
-def kept_queries(raw: list[str], question: str, limit: int) -> list[tuple[str, str]]:
+def kept_queries(raw: list[str], question: Question, limit: int) -> list[tuple[str, str]]:
     """The model's planned queries the decompose node keeps: cleaned, on the question's topic,
     bare names folded into the hops that build on them."""
-    return inline_bare_names(on_topic(clean_queries(raw, set(), limit), question), question)
+    on = on_topic(clean_queries(raw, set(), limit), question)
+    return inline_bare_names(on, question.text)
 
 
 def generic(query: str) -> bool:

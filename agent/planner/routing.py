@@ -77,7 +77,7 @@ def after_decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[S
     planned = list(plan.sub_queries.values())
     searched = bool(plan.results_of(QUESTION_SEARCH_ID))  # by the draft: never twice
     extra = (
-        question_sends(plan.question, run.searchers)
+        question_sends(plan.question.text, run.searchers)
         if run.planner.question_search
         and ready
         and not searched

@@ -2,15 +2,19 @@
 
 State holds only JSON-shaped values (dicts, lists, strings, numbers), because a thread's state is
 checkpointed to SQLite between questions; models, searchers and budgets travel in the run context,
-which is never persisted. Keyed maps merge on write so parallel ``Send`` branches can each add
-their own entry; writing ``None`` to one resets it, which is how a new question on an old thread
-starts clean while keeping the conversation history.
+which is never persisted. The question is read once, by ``fresh_question``: the state keeps its
+text (``question``) and the ``Question`` the rules read from it as a record (``parsed``), which
+the nodes read back with ``question_of`` (or ``Plan.question``) instead of parsing the words.
+Keyed maps merge on write so parallel ``Send`` branches can each add their own entry; writing
+``None`` to one resets it, which is how a new question on an old thread starts clean while
+keeping the conversation history.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired
 
@@ -18,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
 from agent.results import ShownSource, TraceEvent
+from agent.rules.question import Question, QuestionRecord
 from agent.runtime.usage import UsageTracker
 from agent.settings import DEFAULT_DEADLINE_S, BudgetSettings, PlannerSettings
 from searchers.passages import HitRecord
@@ -75,11 +80,12 @@ class SearchEntry(SearchRecord):
 
 
 class PlannerState(TypedDict, total=False):
-    question: str
+    question: str  # the question's text, as asked (and as the history and the trace show it)
+    parsed: QuestionRecord  # the ``Question`` read from it once (``fresh_question``)
     thread_id: str | None
     history: list[dict[str, str]]  # earlier turns of this thread: question, short_answer
     round: int
-    shape: str  # the question's shape (``agent.planner.shapes``), read before planning
+    shape: str  # the question's shape (``Question.shape``), written when it is planned
     sub_queries: Annotated[dict[str, SubQuery], merge_keyed]
     pending: list[str]  # sub-query ids searched in the current round
     waiting: list[str]  # planned sub-query ids not yet searched: they need an earlier answer
@@ -113,10 +119,12 @@ class SearchTask(TypedDict):
     max_llm_calls: NotRequired[int]
 
 
-def fresh_question(question: str, thread_id: str | None) -> PlannerState:
-    """The input for a new question: every per-question field reset, history kept."""
+def fresh_question(question: Question, thread_id: str | None) -> PlannerState:
+    """The input for a new question: the question as read, every per-question field reset,
+    history kept."""
     return {
-        "question": question,
+        "question": question.text,
+        "parsed": question.to_json(),
         "thread_id": thread_id,
         "round": 0,
         "shape": "",
@@ -138,6 +146,11 @@ def fresh_question(question: str, thread_id: str | None) -> PlannerState:
         "draft": {},
         "final_choice": {},
     }
+
+
+def question_of(state: Mapping[str, Any]) -> Question:
+    """The question a state holds, as ``fresh_question`` read it (its record, not its words)."""
+    return Question.from_json(state["parsed"])
 
 
 _QUERY_FILLER = frozenset(

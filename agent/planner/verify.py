@@ -75,7 +75,7 @@ def _target(query: str, key: str, plan: Plan, open_queries: list[SubQuery]) -> s
     )
     if target is None or not set(query_key(target["query"]).split()) & words:
         return None
-    if similar_queries(query, plan.question) and plan.needed(target["id"]):
+    if similar_queries(query, plan.question.text) and plan.needed(target["id"]):
         return None
     return target["id"]
 
@@ -182,7 +182,7 @@ async def _judge(plan: Plan, run: PlannerRun, open_queries: list[SubQuery]) -> D
             NextStep,
             prompts.render(
                 "verify",
-                question=plan.question,
+                question=plan.question.text,
                 findings=_findings_text(plan, run.planner.passage_chars),
                 max_queries=limit,
             ),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.question import MAX_QUESTION_CHARS
+from agent.rules.question import MAX_QUESTION_CHARS
 from agent.serve.documents import DocumentStore
 from agent.service import AgentLike
 from agent.settings import DEFAULT_DEADLINE_S

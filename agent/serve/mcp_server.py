@@ -30,8 +30,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from agent.question import QuestionError, clean_question
 from agent.results import AskResult, TraceEvent
+from agent.rules.question import QuestionError, clean_question
 from agent.runtime.embeddings import EmbeddingModelError
 from agent.serve.documents import (
     DocumentInputError,

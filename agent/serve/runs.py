@@ -22,8 +22,8 @@ from typing import Any
 from fastapi import Request
 from sse_starlette import ServerSentEvent
 
-from agent.question import QuestionError, clean_question
 from agent.results import AskResult, Citation, TraceEvent
+from agent.rules.question import QuestionError, clean_question
 from agent.serve.errors import NO_RETRY, ApiError
 from agent.serve.limits import deadline_grace_s
 from agent.service import AgentError, AgentLike

@@ -1,12 +1,14 @@
 """The shape of a question, read without a call, so the decompose prompt can show worked plans
-of that shape only.
+of that shape only (``agent.planner.examples``) and the router can group questions
+(``agent.checks.escalation.route_shape``).
 
 Measured on v3 (2Wiki questions 51-100): with one fixed pair of examples in the prompt ("birth
 year of #1", "birth date of Y") the 1.5B planner copied their relations into 10 of 22
 compositional questions that asked "where", and planned "birth year of" a film. A small model
 imitates the examples it is shown; showing it plans of the question's own shape (a chain, a
 comparison, a comparison of related things, a family relation, one fact) gives it the right
-thing to imitate. The examples live in ``prompts/plan_examples.toml`` with made-up names.
+thing to imitate (56dfb31; the tuning runs at those commits, "shape-aware decomposition", are in
+``evals/results/HISTORY.md``, 2026-11-25).
 
 The shapes:
 
@@ -22,12 +24,10 @@ The shapes:
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Literal
 
-import prompts
-from agent.text_rules import choices
+from agent.rules.alternatives import choices
 
 Shape = Literal["comparison", "bridge_comparison", "inference", "composition", "single"]
 SHAPES: tuple[Shape, ...] = (
@@ -37,8 +37,6 @@ SHAPES: tuple[Shape, ...] = (
     "composition",
     "single",
 )
-EXAMPLE_BANK = "plan_examples"
-MAX_EXAMPLES = 3
 
 _KINSHIP = re.compile(
     r"\b(?:grand(?:father|mother|parent|son|daughter|child)s?"
@@ -75,7 +73,12 @@ _CHAIN_MARK = re.compile(
 
 def question_shape(question: str) -> Shape:
     """The question's shape (see the module docstring). Cheap rules on the wording: a wrong
-    shape only changes which examples the planner sees, never what it may plan."""
+    shape only changes which examples the planner sees and how the router groups the question,
+    never what the planner may plan. A comparison offers two alternatives (``choices``), or
+    says "or" with a comparing word, or opens like a yes/no question about "both"/"same"/"and";
+    a comparison of things related to the alternatives ("the director of") is a bridge
+    comparison; a kinship word ("grandfather", "son-in-law") a family relation; a relative
+    clause, an "of the X" or a possessive after the first words a composition."""
     text = " ".join(question.split())
     offered = choices(text)
     comparing = (
@@ -97,38 +100,3 @@ def question_shape(question: str) -> Shape:
     if _RELATED.search(text) or _POSSESSIVE.search(text) or _CHAIN_MARK.search(body):
         return "composition"
     return "single"
-
-
-_NAME_WORD = re.compile(r"\b[A-Z][a-z]+\b")
-_ARTICLES = frozenset({"The", "A", "An", "Of", "And"})  # capitalized inside a title, no name
-
-
-@functools.cache
-def example_names() -> frozenset[str]:
-    """The made-up names of the example bank, word by word ("Silver", "Tides", "Elvard"): the
-    capitalized words of its questions that are not a question's first word. Measured on
-    MuSiQue tuning: the 1.5B planner searched "county where the composer of Silver Tide..." for
-    a question about a state capital; a planned query naming one of these, where the question
-    does not, copies an example and is dropped."""
-    words: set[str] = set()
-    for group in prompts.example_bank(EXAMPLE_BANK).values():
-        for example in group.examples:
-            words.update(_NAME_WORD.findall(example.question.split(" ", 1)[-1]))
-    return frozenset(words - _ARTICLES)
-
-
-def copies_an_example(query: str, question: str) -> bool:
-    """Does ``query`` name an example's made-up name that ``question`` does not?"""
-    asked = {w.lower() for w in re.findall(r"\w+", question)}
-    names = example_names()
-    return any(w in names and w.lower() not in asked for w in _NAME_WORD.findall(query))
-
-
-def plan_examples(shape: Shape, limit: int = MAX_EXAMPLES) -> str:
-    """The decompose prompt's example block for ``shape``: its hint and worked plans."""
-    group = prompts.example_bank(EXAMPLE_BANK)[shape]
-    lines = [f"This question is {group.hint}.", "Examples (made-up names):"]
-    for example in group.examples[:limit]:
-        planned = ", ".join(f'"{line}"' for line in example.answer)
-        lines.append(f'"{example.question}" -> [{planned}]')
-    return "\n".join(lines)

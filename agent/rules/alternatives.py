@@ -1,89 +1,42 @@
-"""Text rules the planner and the answer checks share: how a question names things.
+"""The alternatives a question offers, and whether it asks yes or no.
 
-A name may hold lowercase connectors ("Corrosion of Conformity", "Ludwig van Beethoven"), and a
-comparison question offers its alternatives in a few set ways ("Which band was formed first,
-Tinted Windows or Hanson?"). The planner's query cleaning fills a copied "Y or Z" pattern with
-the question's alternatives and keeps a bare name as the question spells it; the answer checks
-ground names in passages and map a short answer onto an alternative. Both read these rules
-here, so neither imports the other (query cleaning does not reach into the answer checks).
+A comparison question offers its alternatives in a few set ways ("Which band was formed first,
+Tinted Windows or Hanson?", "Was Tinted Windows or Hanson formed first?", "Between Tinted Windows
+and Hanson, which was formed first?"). The planner's query cleaning fills a copied "Y or Z"
+pattern with them, the router plans a choice between two names, and the answer checks map a
+short answer onto one of them and compute a comparison over their findings: all of them read
+``Question.choices`` (``agent.rules.question``), which ``choices`` here writes. The evidence check
+still applies ``choices`` to a planned query's own text (``evidence.restates``).
 """
 
 from __future__ import annotations
 
 import re
 
+from agent.rules.names import YES_NO_START, capitalised_head, capitalised_tail
 from searchers.text import fold
 
-# Lowercase words that may sit inside a name ("Corrosion of Conformity", "Ludwig van Beethoven").
-NAME_CONNECTORS = frozenset("of the de da del della der den van von la le du des di for".split())
-
-# --- the alternatives a question offers -----------------------------------------------------
-
-_YES_NO_START = frozenset("is are was were do does did can could has have had".split())
-_QUESTION_WORDS = frozenset("which who whom whose what where when how why".split())
-_MAX_CHOICE_WORDS = 10
+MAX_CHOICE_WORDS = 10
 
 
-def _capitalised(word: str) -> bool:
-    return word[:1].isupper() or word[:1].isdigit()
-
-
-def _capitalised_tail(text: str) -> str:
-    """The run of capitalised words (with name connectors) that ends ``text``: the first
-    alternative of a question written without a comma ("...started first Arthur's Magazine")."""
-    words = text.split()
-    start = len(words)
-    while start > 0:
-        word = words[start - 1]
-        inside = start < len(words) and fold(word) in NAME_CONNECTORS
-        if not (_capitalised(word) or inside):
-            break
-        start -= 1
-    while start < len(words) and fold(words[start]) in NAME_CONNECTORS:
-        start += 1
-    if start < len(words) and fold(words[start]) in _QUESTION_WORDS | _YES_NO_START:
-        return ""
-    return " ".join(words[start:])
-
-
-def _opens_yes_no(question: str) -> bool:
+def opens_yes_no(question: str) -> bool:
+    """Does the question open with a yes/no question's verb ("Are ...", "Did ...")?"""
     words = question.split()
-    return bool(words) and fold(words[0]).strip("\"'") in _YES_NO_START
+    return bool(words) and fold(words[0]).strip("\"'") in YES_NO_START
 
 
 def asks_yes_no(question: str) -> bool:
     """Does the question open like a yes/no question ("Are ...", "Did ...") and offer no
-    alternatives ("Was A or B born first?" asks for A or B)?"""
-    return _opens_yes_no(question) and not choices(question)
-
-
-def _capitalised_head(text: str, skip: int = 2) -> str:
-    """The run of capitalised words (with name connectors) that opens ``text``, after at most
-    ``skip`` lowercase words ("the band The Dear Hunter come from" -> "The Dear Hunter")."""
-    words = text.split()
-    start = 0
-    while start < min(skip, len(words)) and not _capitalised(words[start]):
-        start += 1
-    end = start
-    while end < len(words):
-        word = words[end].rstrip(",?")
-        inside = end > start and fold(word) in NAME_CONNECTORS
-        if not (_capitalised(word) or inside):
-            break
-        end += 1
-        if words[end - 1] != word:  # the name ends at its comma or question mark
-            break
-    while end > start and fold(words[end - 1].rstrip(",?")) in NAME_CONNECTORS:
-        end -= 1
-    if start < end and fold(words[start]) in _QUESTION_WORDS:
-        return ""
-    return " ".join(w.rstrip(",?") for w in words[start:end])
+    alternatives ("Was A or B born first?" asks for A or B)? Measured with the "Was A or B"
+    reading of ``choices`` (558d4eb): of the shared files' 1,037 questions, 12 offer such
+    alternatives, every one a choice question, and they are no longer yes/no."""
+    return opens_yes_no(question) and not choices(question)
 
 
 def _named_pair(head: str, tail: str) -> list[str]:
     """[A, B] when ``head`` ends in a name and ``tail`` opens with one, else []."""
-    pair = [_capitalised_tail(head), _capitalised_head(tail)]
-    if not all(pair) or any(len(name.split()) > _MAX_CHOICE_WORDS for name in pair):
+    pair = [capitalised_tail(head), capitalised_head(tail)]
+    if not all(pair) or any(len(name.split()) > MAX_CHOICE_WORDS for name in pair):
         return []
     return pair
 
@@ -158,11 +111,17 @@ def choices(question: str) -> list[str]:
     """The alternatives a comparison question offers, as written: "Which band was formed first,
     Tinted Windows or Hanson?" gives ["Tinted Windows", "Hanson"]; so do "Was Tinted Windows or
     Hanson formed first?" and "Between Tinted Windows and Hanson, which was formed first?".
-    Yes/no questions ("Are X and Y both ...?") and questions without such a pattern give []."""
+    Yes/no questions ("Are X and Y both ...?") and questions without such a pattern give [].
+
+    Measured: a title with a comma or colon is one alternative ("That Devil, Bateese", "Yohan:
+    The Child Wanderer"; 9f7d362): replayed on 2Wiki's report rows 1-44 it mended 3 answers,
+    F1 55.3 -> 59.4, and changed no other recorded row (``evals/results/HISTORY.md``, sixth
+    session). The "Was A or B" and "Between A and B" readings (558d4eb) found the alternatives
+    of 12 of the shared files' 1,037 questions, all of them choice questions."""
     text = " ".join(question.split())
     if not text:
         return []
-    if _opens_yes_no(text):
+    if opens_yes_no(text):
         return _yes_no_choices(text)
     match = list(re.finditer(r"\s+or\s+", text))
     if not match:
@@ -174,7 +133,7 @@ def choices(question: str) -> list[str]:
     head = before.rstrip(",")
     opened = _opening_end(head)
     if opened is None:
-        pieces = [_capitalised_tail(head)]
+        pieces = [capitalised_tail(head)]
     elif serial:
         pieces = head[opened:].split(",")
     else:
@@ -187,6 +146,6 @@ def choices(question: str) -> list[str]:
     alternatives = [a.strip(" \"'") for a in alternatives]
     if len(alternatives) < 2 or not all(alternatives):
         return []
-    if any(len(a.split()) > _MAX_CHOICE_WORDS for a in alternatives):
+    if any(len(a.split()) > MAX_CHOICE_WORDS for a in alternatives):
         return []
     return alternatives
