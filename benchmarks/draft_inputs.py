@@ -41,6 +41,7 @@ from langgraph.runtime import Runtime
 from agent.hoptree_agent import build_agent
 from agent.planner.draft import _question_searches
 from agent.planner.plan import Plan
+from agent.rules.question import Question
 from agent.runtime.embeddings import make_embeddings
 from agent.settings import Settings
 from evals.corpora import ensure_open_index, eval_index_dir, open_corpus
@@ -143,7 +144,10 @@ async def slice_lists(settings: Settings, key: str, limit: int) -> list[tuple[Ev
     for n, q in enumerate(questions, start=1):
         runtime = Runtime(context=agent.new_run())
         searches, _ = await _question_searches(q.question, runtime)
-        plan = Plan.from_json({"question": q.question, "searches": searches})
+        read = Question.read(q.question)
+        plan = Plan.from_json(
+            {"question": read.text, "parsed": read.to_json(), "searches": searches}
+        )
         lists = Lists(
             draft=plan.question_hits(settings.planner.k),
             bm25=corpus.retrievers["sparse"].retrieve(q.question, 8),

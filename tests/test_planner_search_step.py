@@ -18,6 +18,7 @@ from agent.planner.routing import question_task
 from agent.planner.search_step import search
 from agent.planner.state import PlannerRun, SearchTask
 from agent.planner.trace import emit, sub_report
+from agent.rules.question import Question
 from agent.runtime.usage import UsageTracker
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.passages import Hit, Passage
@@ -81,7 +82,7 @@ def test_a_search_is_recorded_under_its_query_and_searcher_and_streamed() -> Non
     runtime, written = _runtime({"scoped": Scoped()})
     update = asyncio.run(search(_task("scoped"), runtime))
     assert update["errors"] == []
-    plan = Plan.from_json({"question": "q", **update})
+    plan = Plan.from_json({"question": "q", "parsed": Question.read("q").to_json(), **update})
     record = plan.searches[ResultKey("q1", "scoped")]
     assert record["sub_query_id"] == "q1" and [h["id"] for h in record["hits"]] == ["p1"]
     [event] = runtime.context.events
