@@ -26,8 +26,10 @@ from agent.question import MAX_QUESTION_CHARS, clean_question
 from agent.results import (
     AskResult,
     Citation,
+    PlanStop,
     SubQueryReport,
     TraceEvent,
+    answered_stop,
     degradation,
     degraded_note,
 )
@@ -234,7 +236,9 @@ class HoptreeAgent:
             )
         draft = dict(state.get("draft") or {})
         errors = list(state.get("errors", []))
-        reasons = degradation(errors, state.get("stopped", ""))
+        # the answer step (or the draft that stood) set it: the graph ends nowhere else
+        stopped: PlanStop = answered_stop(state.get("stopped", ""))
+        reasons = degradation(errors, stopped)
         answer = state.get("answer", "")
         if reasons:
             answer = f"{answer}\n\n{degraded_note(reasons)}".strip()
@@ -245,7 +249,7 @@ class HoptreeAgent:
             citations=[Citation.from_json(c) for c in state.get("citations", [])],
             sub_queries=reports,
             verdicts=list(state.get("verdicts", [])),
-            stopped=state.get("stopped", ""),
+            stopped=stopped,
             llm_calls=run.scope.llm_calls,
             prompt_tokens=total.prompt_tokens,
             completion_tokens=total.completion_tokens,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 from searchers.passages import HitRecord, page_of, source_label
+from searchers.searcher import BudgetReason
 
 EventKind = Literal[
     "started",  # the question was accepted
@@ -26,6 +27,28 @@ EventKind = Literal[
     "error",  # something failed; the run may go on degraded
     "result",  # the final result (streams end with it)
 ]
+
+
+# Why the planner stopped searching (``AskResult.stopped``, the state's ``stopped``, each
+# verdict's ``stopped``): written by ``agent.planner.verify`` (and by the draft when it stands),
+# read by the answer step, ``degradation`` and every surface. The strings are the wire values.
+PlanStop = Literal[
+    "sufficient",  # every query has a supported finding (findings ablated: the model said so)
+    "draft",  # the draft stood: the router ran no plan
+    "no_supplement",  # queries stay open and follow-ups are switched off
+    "no_new_queries",  # queries stay open and the judging call named no new follow-up
+    "max_rounds",  # the rounds' limit (planned hops may run ``HOP_EXTRA_ROUNDS`` past it)
+    "max_sub_queries",  # the plan holds as many queries as it may
+    "deadline",  # too little time left for another round (the answer's share is kept)
+    BudgetReason,  # the judging call itself was refused: calls ("budget_llm_calls") or time
+]
+PLAN_STOPS: tuple[PlanStop, ...] = get_args(PlanStop)
+
+
+def answered_stop(stopped: PlanStop | Literal[""]) -> PlanStop:
+    """Why a run that reached its answer stopped: verify's reason, or "sufficient" when verify
+    never ran (nothing was sent to search, so nothing was left to look for)."""
+    return stopped or "sufficient"
 
 
 @dataclass
@@ -143,7 +166,7 @@ class AskResult:
     citations: list[Citation]
     sub_queries: list[SubQueryReport]
     verdicts: list[dict[str, Any]]  # one per round: sufficient?, why, what is missing
-    stopped: str  # "sufficient" | "max_rounds" | "budget_llm_calls" | "deadline" | "no_new_queries"
+    stopped: PlanStop  # why searching stopped
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -216,7 +239,7 @@ class AskResult:
 
 
 # Stop reasons that mean the search was cut short, not finished.
-CUT_SHORT = {
+CUT_SHORT: dict[PlanStop, str] = {
     "budget_llm_calls": "the LLM call budget ran out",
     "budget_deadline": "the deadline came",
     "deadline": "the deadline came",
@@ -224,7 +247,7 @@ CUT_SHORT = {
 MAX_NOTE_CHARS = 160
 
 
-def degradation(errors: list[str], stopped: str) -> list[str]:
+def degradation(errors: list[str], stopped: PlanStop | Literal[""]) -> list[str]:
     """Why an answer is degraded: every step that failed, timed out, fell back or was skipped
     (the run's errors), and a budget that cut the search short."""
     reasons = list(dict.fromkeys(errors))

@@ -30,7 +30,7 @@ from agent.planner.plan import Plan
 from agent.planner.queries import names_nothing
 from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.trace import emit
-from agent.results import Citation, ShownSource, shown_source
+from agent.results import Citation, ShownSource, answered_stop, shown_source
 from agent.settings import PlannerSettings
 from searchers.passages import HitRecord, focus_text
 from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
@@ -485,7 +485,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     update: dict[str, Any] = {
         "errors": composed.errors,
         **composed.fields(),
-        "stopped": state.get("stopped") or "sufficient",
+        "stopped": answered_stop(state.get("stopped", "")),
         "history": [*state.get("history", []), turn][-10:],
     }
     if choice is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -17,6 +17,7 @@ from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries, similar_queries
 from agent.planner.state import PlannerRun, PlannerState, SubQuery, query_key
 from agent.planner.trace import emit, sub_report
+from agent.results import PlanStop
 from agent.settings import PlannerSettings
 from searchers.passages import focus_text
 from searchers.searcher import BudgetExceeded
@@ -100,7 +101,9 @@ def _follow_ups(raw: list[str], plan: Plan, room: int) -> tuple[list[SubQuery], 
     return kept, dropped
 
 
-def _stop_reason(plan: Plan, run: PlannerRun, rnd: int, *, hops: bool = False) -> str:
+def _stop_reason(
+    plan: Plan, run: PlannerRun, rnd: int, *, hops: bool = False
+) -> PlanStop | Literal[""]:
     """Why no further round may run, or "". Planned queries that wait for an answer are
     already counted in ``max_sub_queries``: sending them (``hops``) adds none."""
     if rnd >= run.budgets.max_rounds + (HOP_EXTRA_ROUNDS if hops else 0):
@@ -143,7 +146,7 @@ class Decision:
 
     sufficient: bool
     reason: str
-    stopped: str = ""
+    stopped: PlanStop | Literal[""] = ""  # "" goes on: the verdict's "stopped" says so too
     new: list[SubQuery] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     llm_says: bool | None = None
