@@ -165,6 +165,24 @@ def test_a_plan_resolves_when_every_query_is_answered_and_none_waits() -> None:
     assert not Plan.from_json(state(subs=CHAIN, findings=done[:1], waiting=["q2"])).resolved()
 
 
+def test_a_plan_with_a_query_naming_nothing_found_everything_but_is_not_resolved() -> None:
+    nameless = [CHAIN[0], sub("q2", "place of birth", needs=["q1"])]
+    done = [finding("q1", "Steven Spielberg"), finding("q2", "Cincinnati")]
+    plan = Plan.from_json(state(subs=nameless, findings=done))
+    assert plan.found_everything() and plan.nameless() == ["place of birth"]
+    assert not plan.resolved()
+    named = Plan.from_json(state(subs=CHAIN, findings=done))
+    assert named.found_everything() and named.nameless() == [] and named.resolved()
+    # a query replaced by a follow-up's finding no longer counts, named or not
+    replaced = Plan.from_json(
+        state(
+            subs=[*nameless, sub("q3", "birthplace of Spielberg", replaces="q2")],
+            findings=[*done[:1], finding("q2", "x", superseded_by="q3"), finding("q3", "Ohio")],
+        )
+    )
+    assert replaced.nameless() == [] and replaced.resolved()
+
+
 def test_a_single_query_covers_only_a_single_fact_question() -> None:
     one = state(subs=CHAIN[:1], findings=[finding("q1", "Steven Spielberg")])
     assert not Plan.from_json(one).whole()
