@@ -27,7 +27,6 @@ from agent.results import (
     AskResult,
     Citation,
     PlanStop,
-    SubQueryReport,
     TraceEvent,
     answered_stop,
     degradation,
@@ -212,28 +211,6 @@ class HoptreeAgent:
         self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
     ) -> AskResult:
         total = run.tracker.total()
-        plan = Plan.from_json(state)
-        reports = []
-        for qid, sub in plan.sub_queries.items():
-            finding = plan.findings.get(qid, {})
-            reports.append(
-                SubQueryReport(
-                    id=qid,
-                    query=sub["query"],
-                    round=sub["round"],
-                    origin=sub["origin"],  # type: ignore[arg-type]
-                    searches=list(plan.records_of(qid)),
-                    passage_ids=list(plan.fused.get(qid, [])),
-                    summary=finding.get("finding", ""),
-                    summary_sources=list(finding.get("sources", [])),
-                    answered=bool(finding.get("answered")),
-                    summary_skipped=bool(finding.get("skipped")),
-                    proposed=finding.get("proposed", ""),
-                    needs=list(sub.get("needs", [])),
-                    replaces=sub.get("replaces"),
-                    superseded_by=finding.get("superseded_by"),
-                )
-            )
         draft = dict(state.get("draft") or {})
         errors = list(state.get("errors", []))
         # the answer step (or the draft that stood) set it: the graph ends nowhere else
@@ -247,7 +224,7 @@ class HoptreeAgent:
             answer=answer,
             short_answer=state.get("short_answer", ""),
             citations=[Citation.from_json(c) for c in state.get("citations", [])],
-            sub_queries=reports,
+            sub_queries=Plan.from_json(state).reports(),
             verdicts=list(state.get("verdicts", [])),
             stopped=stopped,
             llm_calls=run.scope.llm_calls,

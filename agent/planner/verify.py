@@ -48,18 +48,18 @@ def _findings_text(plan: Plan, chars: int) -> str:
     lines = []
     passages = plan.passages
     for sub in plan.active():
-        finding = plan.findings[sub["id"]]
-        if finding.get("skipped") and not finding.get("finding") and finding["sources"]:
+        unread = plan.unread_sources(sub["id"])
+        if unread:
             lines.append(f"- {sub['query']} -> passages:")
-            for pid in finding["sources"]:
+            for pid in unread:
                 if pid in passages:
                     text = focus_text(
                         passages[pid]["text"], chars, sub["query"], passages[pid]["title"]
                     )
                     lines.append(f"    {passages[pid]['title']}: {text}")
             continue
-        said = finding["finding"] if finding.get("supported") else "NOT FOUND"
-        lines.append(f"- {sub['query']} -> {said}")
+        said = plan.own_finding(sub["id"])
+        lines.append(f"- {sub['query']} -> {'NOT FOUND' if said is None else said}")
     return "\n".join(lines)
 
 
@@ -273,11 +273,10 @@ def _next_round(
     ready: list[SubQuery],
     still_waiting: list[str],
 ) -> dict[str, Any]:
-    """The state update that sends ``decision.new`` in the next round, reported as the
-    round's ``next_round`` event (its ``origin``: the planned hops or the follow-ups)."""
+    """The state update that sends ``decision.new`` in the next round (``Plan.next_round``),
+    reported as the round's ``next_round`` event (its ``origin``: the planned hops or the
+    follow-ups)."""
     nxt = rnd + 1
-    for sub in decision.new:
-        sub["round"] = nxt
     emit(
         runtime,
         "next_round",
@@ -290,9 +289,5 @@ def _next_round(
         nxt,
         0.0,
     )
-    return {
-        "round": nxt,
-        "sub_queries": {q["id"]: q for q in decision.new},
-        "pending": [q["id"] for q in decision.new],
-        "waiting": still_waiting if ready else list(plan.waiting),
-    }
+    # ready hops leave the others waiting; follow-ups leave every planned hop where it was
+    return Plan.next_round(nxt, decision.new, still_waiting if ready else plan.waiting)
