@@ -41,7 +41,7 @@ from agent.checks.chains import chain_end
 from evals.drafts import escalated, first_answer_times
 from evals.metrics import best_f1
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
-from evals.replay import hops_of
+from evals.replay import row_plan
 from evals.report import ReportError, read_details
 from evals.suite import (
     CHAINS_SUITE,
@@ -209,7 +209,7 @@ def chain_end_replayed(row: Mapping[str, Any]) -> dict[str, Any]:
     choice = (row.get("planner") or {}).get("final_choice") or {}
     if not str(choice.get("reason", "")).startswith(UNSUPPORTED_CHAIN):
         return dict(row)
-    end = chain_end(hops_of(row), str(row.get("question", "")))
+    end = chain_end(row_plan(row).hops(), str(row.get("question", "")))
     if end is None:
         return dict(row)
     answers = [str(a) for a in row.get("answers") or []]
