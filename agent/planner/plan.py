@@ -6,7 +6,9 @@ a node reads it as a ``Plan`` (``Plan.from_json``) and asks the plan, not the di
 queries are ready, blocked, open or answered, whether the chain resolved and which passages it
 read. What "answered" means is written here once: a query is answered by its own supported
 finding or by a follow-up's that asked it again (``answer_of``), and a finding replaced by a
-follow-up's no longer counts (``active``).
+follow-up's no longer counts (``active``); a plan is resolved by one rule (``resolved``).
+The nodes change the plan through it too: its updates (``first_round``, ``next_round``,
+``new_finding``, ``findings_update``) are the only writers of its query and finding records.
 
 A (query, searcher) result is keyed by ``ResultKey``; the state's reducer merges string keys,
 so the plan alone writes (``ResultKey.to_json``) and reads (``ResultKey.from_json``) them.
