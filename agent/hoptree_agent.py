@@ -25,8 +25,9 @@ from agent.planner.state import PlannerRun, PlannerState, fresh_question
 from agent.results import (
     AskResult,
     Citation,
-    SubQueryReport,
+    PlanStop,
     TraceEvent,
+    answered_stop,
     degradation,
     degraded_note,
 )
@@ -211,31 +212,11 @@ class HoptreeAgent:
         self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
     ) -> AskResult:
         total = run.tracker.total()
-        plan = Plan.from_json(state)
-        reports = []
-        for qid, sub in plan.sub_queries.items():
-            finding = plan.findings.get(qid, {})
-            reports.append(
-                SubQueryReport(
-                    id=qid,
-                    query=sub["query"],
-                    round=sub["round"],
-                    origin=sub["origin"],  # type: ignore[arg-type]
-                    searches=list(plan.records_of(qid)),
-                    passage_ids=list(plan.fused.get(qid, [])),
-                    summary=finding.get("finding", ""),
-                    summary_sources=list(finding.get("sources", [])),
-                    answered=bool(finding.get("answered")),
-                    summary_skipped=bool(finding.get("skipped")),
-                    proposed=finding.get("proposed", ""),
-                    needs=list(sub.get("needs", [])),
-                    replaces=sub.get("replaces"),
-                    superseded_by=finding.get("superseded_by"),
-                )
-            )
         draft = dict(state.get("draft") or {})
         errors = list(state.get("errors", []))
-        reasons = degradation(errors, state.get("stopped", ""))
+        # the answer step (or the draft that stood) set it: the graph ends nowhere else
+        stopped: PlanStop = answered_stop(state.get("stopped", ""))
+        reasons = degradation(errors, stopped)
         answer = state.get("answer", "")
         if reasons:
             answer = f"{answer}\n\n{degraded_note(reasons)}".strip()
@@ -244,9 +225,9 @@ class HoptreeAgent:
             answer=answer,
             short_answer=state.get("short_answer", ""),
             citations=[Citation.from_json(c) for c in state.get("citations", [])],
-            sub_queries=reports,
+            sub_queries=Plan.from_json(state).reports(),
             verdicts=list(state.get("verdicts", [])),
-            stopped=state.get("stopped", ""),
+            stopped=stopped,
             llm_calls=run.scope.llm_calls,
             prompt_tokens=total.prompt_tokens,
             completion_tokens=total.completion_tokens,

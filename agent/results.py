@@ -9,10 +9,12 @@ needs the graph to be read. A cited passage is made here once, from its hit reco
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypedDict
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, TypedDict, get_args
 
 from searchers.passages import HitRecord, page_of, source_label
+from searchers.searcher import BudgetReason
 
 EventKind = Literal[
     "started",  # the question was accepted
@@ -26,6 +28,28 @@ EventKind = Literal[
     "error",  # something failed; the run may go on degraded
     "result",  # the final result (streams end with it)
 ]
+
+
+# Why the planner stopped searching (``AskResult.stopped``, the state's ``stopped``, each
+# verdict's ``stopped``): written by ``agent.planner.verify`` (and by the draft when it stands),
+# read by the answer step, ``degradation`` and every surface. The strings are the wire values.
+PlanStop = Literal[
+    "sufficient",  # every query has a supported finding (findings ablated: the model said so)
+    "draft",  # the draft stood: the router ran no plan
+    "no_supplement",  # queries stay open and follow-ups are switched off
+    "no_new_queries",  # queries stay open and the judging call named no new follow-up
+    "max_rounds",  # the rounds' limit (planned hops may run ``HOP_EXTRA_ROUNDS`` past it)
+    "max_sub_queries",  # the plan holds as many queries as it may
+    "deadline",  # too little time left for another round (the answer's share is kept)
+    BudgetReason,  # the judging call itself was refused: calls ("budget_llm_calls") or time
+]
+PLAN_STOPS: tuple[PlanStop, ...] = get_args(PlanStop)
+
+
+def answered_stop(stopped: PlanStop | Literal[""]) -> PlanStop:
+    """Why a run that reached its answer stopped: verify's reason, or "sufficient" when verify
+    never ran (nothing was sent to search, so nothing was left to look for)."""
+    return stopped or "sufficient"
 
 
 @dataclass
@@ -112,6 +136,15 @@ class Citation:
         return cls(**data)
 
 
+# The words a query's finding goes by on MCP and in the eval rows: ``SubQueryReport`` keeps
+# LevelRAG's "summary", the HTTP API's and ``hoptree ask --json``'s keys since the first planner.
+FINDING_NAMES = {
+    "summary": "finding",
+    "summary_sources": "finding_sources",
+    "summary_skipped": "finding_skipped",
+}
+
+
 @dataclass
 class SubQueryReport:
     """One atomic query of the plan: who searched it, what they found, what it answered."""
@@ -134,30 +167,58 @@ class SubQueryReport:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def finding_json(self) -> dict[str, Any]:
+        """``to_json`` in the words of findings (``FINDING_NAMES``): MCP's and the eval rows'."""
+        return {FINDING_NAMES.get(k, k): v for k, v in self.to_json().items()}
 
-@dataclass
+
+# A field whose seconds every surface gives to the hundredth (``AskResult.to_json``).
+HUNDREDTHS = {"round": 2}
+
+
+def _json_value(value: Any, digits: int | None) -> Any:
+    """One field's JSON: a record by its own ``to_json``, a list item by item, a number rounded
+    when its field says so."""
+    if isinstance(value, list):
+        return [_json_value(item, None) for item in value]
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if digits is not None and value is not None:
+        return round(value, digits)
+    return value
+
+
+@dataclass(kw_only=True)
 class AskResult:
+    """One answered question: the one record every surface hands out, or a part of it.
+
+    ``to_json`` is the one conversion: every field, in this order, as JSON. The HTTP API and
+    ``hoptree ask --json`` send it whole; the chat completion's ``hoptree`` extras
+    (``agent.serve.openai_api``) and MCP's ``ask`` result (``agent.serve.mcp_schemas``, whose
+    schema is made from these fields) leave some fields out; an eval row's ``planner`` record
+    (``evals.pipelines.planner_record``) too. So a field added here reaches every surface unless
+    a surface names it as one it leaves out."""
+
     question: str
     answer: str  # the cited long answer, with [n] marks
     short_answer: str  # what EM/F1 score
     citations: list[Citation]
     sub_queries: list[SubQueryReport]
     verdicts: list[dict[str, Any]]  # one per round: sufficient?, why, what is missing
-    stopped: str  # "sufficient" | "max_rounds" | "budget_llm_calls" | "deadline" | "no_new_queries"
+    stopped: PlanStop  # why searching stopped
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
-    seconds: float
-    thread_id: str | None = None
-    trace: list[TraceEvent] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    # the passages the answer step was shown, numbered as [n] there (citations are a subset)
-    sources: list[ShownSource] = field(default_factory=list)
     # calls served from the LLM cache (counted in llm_calls, not in the tokens) and what they
     # cost when first made: the tokens above are what this question spent
     llm_cache_hits: int = 0
     cache_hit_prompt_tokens: int = 0
     cache_hit_completion_tokens: int = 0
+    seconds: float = field(metadata=HUNDREDTHS)
+    thread_id: str | None = None
+    errors: list[str] = field(default_factory=list)
+    # the passages the answer step was shown, numbered as [n] there (citations are a subset)
+    sources: list[ShownSource] = field(default_factory=list)
     # the lexical check of the cited answer: sentences kept, re-cited, dropped; whether the
     # short answer is a span of the passages shown
     citation_check: dict[str, Any] = field(default_factory=dict)
@@ -178,45 +239,23 @@ class AskResult:
     final_choice: dict[str, Any] | None = None
     # seconds from the question to the first cited answer the person saw: the draft's, or the
     # final answer's when there was no draft
-    first_answer_s: float | None = None
+    first_answer_s: float | None = field(default=None, metadata=HUNDREDTHS)
+    # every step as it happened (last: the largest, and the one most surfaces leave out)
+    trace: list[TraceEvent] = field(default_factory=list)
 
-    def to_json(self, *, with_trace: bool = True) -> dict[str, Any]:
-        data = {
-            "question": self.question,
-            "answer": self.answer,
-            "short_answer": self.short_answer,
-            "citations": [c.to_json() for c in self.citations],
-            "sub_queries": [q.to_json() for q in self.sub_queries],
-            "verdicts": self.verdicts,
-            "stopped": self.stopped,
-            "llm_calls": self.llm_calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "llm_cache_hits": self.llm_cache_hits,
-            "cache_hit_prompt_tokens": self.cache_hit_prompt_tokens,
-            "cache_hit_completion_tokens": self.cache_hit_completion_tokens,
-            "seconds": round(self.seconds, 2),
-            "thread_id": self.thread_id,
-            "errors": self.errors,
-            "sources": self.sources,
-            "citation_check": self.citation_check,
-            "degraded": self.degraded,
-            "degraded_reasons": self.degraded_reasons,
-            "usage_by_step": self.usage_by_step,
-            "searchers": self.searchers,
-            "draft": self.draft,
-            "final_choice": self.final_choice,
-            "first_answer_s": None
-            if self.first_answer_s is None
-            else round(self.first_answer_s, 2),
+    def to_json(self, *, with_trace: bool = True, omit: Collection[str] = ()) -> dict[str, Any]:
+        """The result as JSON, field by field in their order (``omit`` and, without
+        ``with_trace``, the trace left out): the one conversion every surface reads."""
+        left_out = {*omit, *(() if with_trace else ("trace",))}
+        return {
+            f.name: _json_value(getattr(self, f.name), f.metadata.get("round"))
+            for f in fields(self)
+            if f.name not in left_out
         }
-        if with_trace:
-            data["trace"] = [e.to_json() for e in self.trace]
-        return data
 
 
 # Stop reasons that mean the search was cut short, not finished.
-CUT_SHORT = {
+CUT_SHORT: dict[PlanStop, str] = {
     "budget_llm_calls": "the LLM call budget ran out",
     "budget_deadline": "the deadline came",
     "deadline": "the deadline came",
@@ -224,7 +263,7 @@ CUT_SHORT = {
 MAX_NOTE_CHARS = 160
 
 
-def degradation(errors: list[str], stopped: str) -> list[str]:
+def degradation(errors: list[str], stopped: PlanStop | Literal[""]) -> list[str]:
     """Why an answer is degraded: every step that failed, timed out, fell back or was skipped
     (the run's errors), and a budget that cut the search short."""
     reasons = list(dict.fromkeys(errors))

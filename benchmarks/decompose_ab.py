@@ -14,7 +14,7 @@ Scored per arm:
   one hop's answer into the next.
 - ``hops ok``: as many planned queries as gold hops (MuSiQue, 2Wiki).
 - ``nameless``: plans with a query naming nothing (``queries.names_nothing``); measured on v4's
-  HotpotQA rows, such plans resolved wrongly (``agent.planner.answer.nameless_queries``).
+  HotpotQA rows, such plans resolved wrongly (``agent.planner.plan.Plan.nameless``).
 - ``alternatives``: comparisons whose every alternative some query names.
 - ``dropped``: planned queries the rules dropped (copied examples, off-topic relations).
 - failed calls, prompt and completion tokens, seconds.

@@ -42,7 +42,7 @@ from agent.rules.asked import asks_when
 from evals.drafts import escalated, first_answer_times
 from evals.metrics import best_f1
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
-from evals.replay import hops_of
+from evals.replay import row_plan
 from evals.report import ReportError, read_details
 from evals.suite import (
     CHAINS_SUITE,
@@ -210,7 +210,7 @@ def chain_end_replayed(row: Mapping[str, Any]) -> dict[str, Any]:
     choice = (row.get("planner") or {}).get("final_choice") or {}
     if not str(choice.get("reason", "")).startswith(UNSUPPORTED_CHAIN):
         return dict(row)
-    end = chain_end(hops_of(row), asks_when=asks_when(str(row.get("question", ""))))
+    end = chain_end(row_plan(row).hops(), asks_when=asks_when(str(row.get("question", ""))))
     if end is None:
         return dict(row)
     answers = [str(a) for a in row.get("answers") or []]

@@ -59,7 +59,7 @@ from agent.rules.question import Question
 from evals.datasets import load_questions, resolve_format
 from evals.metrics import best_f1
 from evals.paired import PairedDiff, paired_diff
-from evals.replay import hops_of
+from evals.replay import row_plan
 from searchers.passages import focus_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,16 +221,12 @@ def run_passages(run: Path, data_root: Path) -> Passages | None:
 def plan_kind(row: Mapping[str, Any]) -> tuple[PlanKind, bool]:
     """(how the plan ended, whether its answer is supported): ``comparison`` when the recorded
     findings let ``comparison.resolve`` compute the answer, ``resolved`` when every query found a
-    supported finding (``citation_check.plan_resolved``), else ``open``."""
+    supported finding and named something (``Plan.resolved``, recorded as
+    ``citation_check.plan_resolved``), else ``open``."""
     planner = row.get("planner") or {}
     check = planner.get("citation_check") or {}
     question = Question.read(str(row["question"]))
-    subs = planner.get("sub_queries") or []
-    findings = [
-        (str(sub.get("query", "")), hop.answer)
-        for sub, hop in zip(subs, hops_of(row), strict=True)
-        if hop.answer and not hop.superseded
-    ]
+    findings = [(f.query, f.answer) for f in row_plan(row).supported_findings()]
     if question.choices and resolve(question, findings) is not None:
         return "comparison", True
     if check.get("plan_resolved"):

@@ -417,22 +417,13 @@ def _planner(searchers: tuple[str, ...], **switches: bool | str) -> PipelineRun:
         # the agent counts its own calls; the tracker is for a question that raises midway
         result, _ = await with_usage(lambda: agent.ask(q.question))
         contexts, titles = planner_context(result, planner)
-        return PipelineOutput(
-            prediction=" ".join(result.short_answer.split()),
+        return usage_output(
+            " ".join(result.short_answer.split()),
+            planner_usage(result),
+            started,
             contexts=contexts,
             retrieved_titles=titles,
-            llm_calls=result.llm_calls,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            llm_cache_hits=result.llm_cache_hits,
-            cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
-            cached_prompt_tokens=sum(
-                int(s.get("cached_prompt_tokens", 0)) for s in result.usage_by_step.values()
-            ),
-            prompt_ms=sum(float(s.get("prompt_ms", 0.0)) for s in result.usage_by_step.values()),
-            decode_ms=sum(float(s.get("decode_ms", 0.0)) for s in result.usage_by_step.values()),
             steps=result.usage_by_step,
-            seconds=time.monotonic() - started,
             warnings=list(result.errors),
             planner=planner_record(result),
             retrieved_ids=planner_passage_ids(result),
@@ -442,51 +433,71 @@ def _planner(searchers: tuple[str, ...], **switches: bool | str) -> PipelineRun:
     return run
 
 
+def planner_usage(result: AskResult) -> StepUsage:
+    """What a planner question spent, as every pipeline's usage is counted: the result's
+    calls, tokens and cache hits, and the server's clock summed over its steps."""
+    steps = result.usage_by_step.values()
+    return StepUsage(
+        calls=result.llm_calls,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        cache_hits=result.llm_cache_hits,
+        cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
+        cache_hit_completion_tokens=result.cache_hit_completion_tokens,
+        cached_prompt_tokens=sum(int(s.get("cached_prompt_tokens", 0)) for s in steps),
+        prompt_ms=sum(float(s.get("prompt_ms", 0.0)) for s in steps),
+        decode_ms=sum(float(s.get("decode_ms", 0.0)) for s in steps),
+    )
+
+
+# What a row's ``planner`` record leaves out of the result's record (``AskResult.to_json``): the
+# answer and its cost are the row's own fields (``prediction``, ``llm_calls``, the tokens,
+# ``steps``, ``warnings``), the cited text and the trace are not kept. Any other field of the
+# result is in it, so a field added to ``AskResult`` reaches the rows.
+ROW_OMITS = frozenset(
+    {"question", "answer", "short_answer", "citations", "verdicts", "llm_calls", "prompt_tokens",
+     "completion_tokens", "llm_cache_hits", "cache_hit_prompt_tokens",
+     "cache_hit_completion_tokens", "seconds", "thread_id", "errors", "degraded",
+     "degraded_reasons", "usage_by_step", "searchers", "trace"}
+)  # fmt: skip
+# a query in the words of findings, without its searches (its fused ``passage_ids`` stay)
+ROW_SUB_QUERY_OMITS = frozenset({"searches", "finding_skipped", "superseded_by"})
+DRAFT_FIELDS = ("draft", "final_choice", "first_answer_s")  # only when a draft was written
+
+
 def planner_record(result: AskResult) -> dict[str, Any]:
     """What the planner did with one question, kept in its details row: how many rounds, why it
-    stopped, and its atomic queries. Without it a run's cost cannot be split between the first
-    round and the follow-ups, or a wrong answer traced to the query that went astray."""
+    stopped, and its atomic queries (with ``id``, what "needs" and "replaces" name). Without it
+    a run's cost cannot be split between the first round and the follow-ups, or a wrong answer
+    traced to the query that went astray. The shown passages are kept by title and by id:
+    titles repeat in MuSiQue, so a rereading of the rows (benchmarks/open_answer_ab.py) can
+    tell which paragraph was shown."""
+    record = result.to_json(with_trace=False, omit=ROW_OMITS)
+    drafted = {key: record.pop(key) for key in DRAFT_FIELDS}
     return {
         "rounds": max((q.round for q in result.sub_queries), default=0),
-        "stopped": result.stopped,
+        **record,
         "sub_queries": [
-            {
-                "id": q.id,  # what "needs" and "replaces" name
-                "query": q.query,
-                "origin": q.origin,
-                "round": q.round,
-                "answered": q.answered,
-                "finding": q.summary,
-                "proposed": q.proposed,
-                "needs": q.needs,
-                "replaces": q.replaces,
-                "passage_ids": list(q.passage_ids),
-                "finding_sources": list(q.summary_sources),  # the passages that hold it
-            }
+            {k: v for k, v in q.finding_json().items() if k not in ROW_SUB_QUERY_OMITS}
             for q in result.sub_queries
         ],
         "sources": [s["title"] for s in result.sources],
-        # the passages the answer read, by id: titles repeat in MuSiQue, so a rereading of
-        # the rows (benchmarks/open_answer_ab.py) can tell which paragraph was shown
         "source_ids": [s["id"] for s in result.sources],
-        "citation_check": result.citation_check,
-        **draft_record(result),
+        **draft_record(drafted),
     }
 
 
-def draft_record(result: AskResult) -> dict[str, Any]:
-    """Draft first (``draft-first``): the draft's short answer, when it came, the router's
-    signals and decision, and which answer won; nothing for a run without a draft, so rows of
-    the other planner pipelines stay as they were."""
-    if result.draft is None:
+def draft_record(drafted: Mapping[str, Any]) -> dict[str, Any]:
+    """Draft first (``draft-first``), from the result record's ``DRAFT_FIELDS``: the draft's
+    short answer, when it came, the router's signals and decision, and which answer won (the
+    draft's cited text left out, its passage ids kept); nothing for a run without a draft, so
+    rows of the other planner pipelines stay as they were."""
+    draft = drafted.get("draft")
+    if draft is None:
         return {}
-    draft = {k: v for k, v in result.draft.items() if k not in ("answer", "citations")}
-    draft["citation_ids"] = [c["id"] for c in result.draft.get("citations", [])]
-    return {
-        "draft": draft,
-        "final_choice": result.final_choice,
-        "first_answer_s": result.first_answer_s,
-    }
+    kept = {k: v for k, v in draft.items() if k not in ("answer", "citations")}
+    kept["citation_ids"] = [c["id"] for c in draft.get("citations", [])]
+    return {**drafted, "draft": kept}
 
 
 # --------------------------------------------------------------------------- the registry

@@ -1,7 +1,8 @@
 """Why a planner's plans stay open, read from its rows and the question file's gold hops.
 
-A plan resolves when every query it searched has a supported finding; the rest are answered
-as one-call RAG. Scoring the answer says how often that goes wrong, not why the chain broke.
+A plan resolves when every query it searched has a supported finding and names something
+(``Plan.resolved``, reported as ``citation_check.plan_resolved``); the rest are answered as
+one-call RAG. Scoring the answer says how often that goes wrong, not why the chain broke.
 With the gold decomposition (MuSiQue's ``question_decomposition``, 2Wiki's ``evidences``:
 each hop's answer and paragraph) every plan falls in the first class that fits:
 
@@ -10,7 +11,7 @@ each hop's answer and paragraph) every plan falls in the first class that fits:
 - ``resolved off the chain``: resolved, but a finding is no gold hop's answer (the plan asked
   something else, or the findings step took the wrong span);
 - ``open: nameless query``: a query named nothing, so the plan was answered as open
-  (``agent.planner.answer.nameless_queries``);
+  (``Plan.nameless``, reported as ``citation_check.nameless_queries``);
 - ``open: a wrong finding``: a supported finding is no gold hop's answer: the chain went
   astray before the hop that failed (a wrong bridge fills the next hop with the wrong name);
 - ``open: gold shown, unsupported``: the first query without a finding had a gold paragraph

@@ -5,8 +5,10 @@ After the answer call the planner moves a bridge entity along its chain (``agent
 and computes "A or B?" comparisons from the findings (``agent.checks.comparison``). Changing those
 rules changes no model call, so their effect on a run can be read from its rows: each planner row
 keeps its atomic queries, their supported findings and what they needed, and the prediction
-the rules were applied to. On this machine a 50-question planner run takes 40 minutes; a replay
-takes a second, which is what makes trying such a rule cheap. A replay is an estimate of a new
+the rules were applied to. The row is read back as the planner's own ``Plan`` (``row_plan``),
+so its hops and findings are what the answer step's were, by the same rule. On this machine a
+50-question planner run takes 40 minutes; a replay takes a second, which is what makes trying
+such a rule cheap. A replay is an estimate of a new
 run, exact only when the model's replies repeat (greedy decoding, same prompts); a new run is
 still the measurement.
 """
@@ -14,34 +16,64 @@ still the measurement.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent.checks.chains import Hop, last_hop
+from agent.checks.chains import last_hop
 from agent.checks.comparison import resolve
+from agent.planner.plan import Plan
+from agent.planner.state import FindingRecord, SubQuery, query_key
 from agent.rules.question import Question
 from evals.losses import read_rows
 from evals.metrics import best_exact_match, best_f1
 
 
-def hops_of(row: Mapping[str, Any]) -> list[Hop]:
-    """The row's atomic queries as chain links (rows written before ids were recorded: q1,
-    q2, ... in plan order, which is how the planner numbers them)."""
+def row_plan(row: Mapping[str, Any]) -> Plan:
+    """The plan a planner row records (``evals.pipelines.planner_record``), as the answer step
+    read it, so the replay asks the plan (``Plan.hops``, ``Plan.supported_findings``) and
+    follows the planner's own rule of what a hop is.
+
+    The row keeps each query's id (rows written before ids were: q1, q2, ... in plan order,
+    which is how the planner numbers them), its round, what it needed and replaced, whether it
+    was answered and its finding. A query of round 0 waited and was never searched: it has no
+    finding, so it is no hop. A finding is supported when it was answered with a span (the
+    findings step ablated answers with its passages and no span); which findings a follow-up
+    replaced is not recorded, and is ``Plan.superseded``'s rule applied again."""
     subs = (row.get("planner") or {}).get("sub_queries") or []
-    hops = []
+    queries: dict[str, SubQuery] = {}
+    findings: dict[str, FindingRecord] = {}
     for i, sub in enumerate(subs, start=1):
-        qid = str(sub.get("id") or f"q{i}")
-        replaced = any(s.get("replaces") == qid and s.get("answered") for s in subs)
-        hops.append(
-            Hop(
-                id=qid,
-                needs=tuple(sub.get("needs") or ()),
-                replaces=sub.get("replaces"),
-                answer=sub.get("finding") if sub.get("answered") else None,
-                superseded=replaced,
-            )
+        qid, query = str(sub.get("id") or f"q{i}"), str(sub.get("query", ""))
+        queries[qid] = SubQuery(
+            id=qid,
+            query=query,
+            round=int(sub.get("round", 1)),
+            origin=str(sub.get("origin", "decompose")),
+            key=query_key(query),
+            needs=[str(n) for n in sub.get("needs") or ()],
+            replaces=sub.get("replaces"),
         )
-    return hops
+        if queries[qid]["round"] == 0:
+            continue
+        span = str(sub.get("finding") or "")
+        supported = bool(sub.get("answered")) and bool(span)
+        findings[qid] = Plan.new_finding(
+            queries[qid],
+            span if supported else str(sub.get("proposed") or ""),
+            [str(p) for p in sub.get("finding_sources") or ()],
+            supported=supported,
+            answered=bool(sub.get("answered")),
+            skipped=False,  # not recorded
+        )
+    plan = Plan(
+        question=Question.read(str(row.get("question", ""))),
+        sub_queries=queries,
+        waiting=tuple(qid for qid, sub in queries.items() if sub["round"] == 0),
+        findings=findings,
+    )
+    searched = [sub for qid, sub in queries.items() if qid in findings]
+    return replace(plan, findings={**findings, **plan.superseded(searched, findings)})
 
 
 def replayed_prediction(row: Mapping[str, Any]) -> str:
@@ -50,15 +82,11 @@ def replayed_prediction(row: Mapping[str, Any]) -> str:
     if not row.get("planner"):
         return short  # not a planner row: nothing to replay
     question = Question.read(str(row["question"]))
-    hops = hops_of(row)
+    plan = row_plan(row)
+    hops = plan.hops()
     if not question.choices:
         short = last_hop(short, hops, asks_when=question.asks_when) or short
-    subs = row["planner"].get("sub_queries") or []
-    findings = [
-        (str(sub["query"]), hop.answer)
-        for sub, hop in zip(subs, hops, strict=True)
-        if hop.answer and not hop.superseded
-    ]
+    findings = [(f.query, f.answer) for f in plan.supported_findings()]
     comparison = resolve(question, findings)
     return comparison.picked if comparison is not None else short
 

@@ -18,19 +18,22 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from searchers.passages import Hit, HitRecord
 
+# Why a scope refused a call (``RunScope.check``): a searcher stops with it, and so may the
+# planner (``agent.results.PlanStop``), which is why it is a type of its own.
+BudgetReason = Literal["budget_llm_calls", "budget_deadline"]
+
 StopReason = Literal[
     "sufficient",  # a verified result was found
     "exhausted",  # every refinement allowed by the depth/rewrite limit was tried
-    "budget_llm_calls",
-    "budget_deadline",
+    BudgetReason,
     "error",
 ]
 
 
 class BudgetExceeded(RuntimeError):
-    def __init__(self, reason: StopReason) -> None:
+    def __init__(self, reason: BudgetReason) -> None:
         super().__init__(reason)
-        self.reason: StopReason = reason
+        self.reason: BudgetReason = reason
 
 
 # The one default of an LLM call's timeout (``LLMSettings.timeout_s`` and every dataclass that

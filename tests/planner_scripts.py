@@ -287,3 +287,23 @@ class ReportingSearcher(KeywordSearcher):
         result = await super().search(query, k=k)
         result.llm_calls = self.calls
         return result
+
+
+def node_runtime(chat, planner: PlannerSettings | None = None, **budgets):
+    """A node's runtime when a test calls it directly, off the graph: the run context of one
+    question (no searchers: a node that searches is not called this way), its events kept in
+    ``runtime.context.events``."""
+    from langgraph.runtime import Runtime
+
+    from agent.planner.state import PlannerRun
+    from agent.runtime.usage import UsageTracker
+
+    run = PlannerRun(
+        chat=chat,
+        searchers={},
+        planner=planner or PlannerSettings(draft=False, supplement=True, findings_call="batched"),
+        budgets=BudgetSettings(**budgets),
+        tracker=UsageTracker(),
+        llm_timeout_s=5,
+    )
+    return Runtime(context=run)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.replay import replay_markdown, replayed_prediction
+from agent.checks.chains import chain_end
+from evals.replay import replay_markdown, replayed_prediction, row_plan
 
 
 def sub(query: str, finding: str | None, needs: tuple[str, ...] = ()) -> dict:
@@ -61,3 +62,38 @@ def test_the_markdown_scores_recorded_and_replayed_answers(tmp_path: Path) -> No
     text = replay_markdown([run])
     assert "| v3/full | 3 | 0.0 | 0.0 | 66.7 | 66.7 | 2 |" in text
     assert "'Bram Okafor' -> 'The Salt Road'" in text
+
+
+def test_a_row_is_read_back_as_the_plan_its_answer_step_read() -> None:
+    """Ids fall back to plan order; a hop of round 0 waited and was never searched, so it is no
+    hop of the plan (``Plan.hops``) and the plan is not resolved."""
+    held = {**sub("river that flows through #1", None, ("q1",)), "id": "q2", "round": 0}
+    row = {
+        **CHAIN,
+        "planner": {"sub_queries": [sub("city where the Glass Tower stands", "Orsk"), held]},
+    }
+    plan = row_plan(row)
+    assert list(plan.sub_queries) == ["q1", "q2"] and plan.waiting == ("q2",)
+    assert [(h.id, h.answer) for h in plan.hops()] == [("q1", "Orsk")]
+    assert plan.found_everything() is False and not plan.resolved()
+    assert plan.hops() == row_plan(CHAIN).hops()[:1]
+
+
+def test_a_follow_ups_span_supersedes_the_query_it_asked_again() -> None:
+    follow = {**sub("city of the Glass Tower", "Orsk"), "id": "q3", "replaces": "q1"}
+    row = {**CHAIN, "planner": {"sub_queries": [
+        {**sub("city where the Glass Tower stands", None), "id": "q1"},
+        {**sub("river that flows through #1", "Vell", ("q1",)), "id": "q2"},
+        follow,
+    ]}}  # fmt: skip
+    plan = row_plan(row)
+    assert plan.findings["q1"]["superseded_by"] == "q3" and plan.answer_of("q1") == "Orsk"
+    assert [h.id for h in plan.hops() if h.superseded] == ["q1"]
+    assert chain_end(plan.hops(), asks_when=plan.question.asks_when) == "Vell"  # the follow-up stands for q1
+    # answered with passages and no span (the findings step ablated) is no finding
+    ablated = {
+        **row,
+        "planner": {"sub_queries": [{**s, "finding": ""} for s in row["planner"]["sub_queries"]]},
+    }
+    assert row_plan(ablated).supported_findings() == []
+    assert row_plan(ablated).findings["q1"]["superseded_by"] is None

@@ -183,6 +183,24 @@ def test_a_plan_resolves_when_every_query_is_answered_and_none_waits() -> None:
     assert not Plan.from_json(state(subs=CHAIN, findings=done[:1], waiting=["q2"])).resolved()
 
 
+def test_a_plan_with_a_query_naming_nothing_found_everything_but_is_not_resolved() -> None:
+    nameless = [CHAIN[0], sub("q2", "place of birth", needs=["q1"])]
+    done = [finding("q1", "Steven Spielberg"), finding("q2", "Cincinnati")]
+    plan = Plan.from_json(state(subs=nameless, findings=done))
+    assert plan.found_everything() and plan.nameless() == ["place of birth"]
+    assert not plan.resolved()
+    named = Plan.from_json(state(subs=CHAIN, findings=done))
+    assert named.found_everything() and named.nameless() == [] and named.resolved()
+    # a query replaced by a follow-up's finding no longer counts, named or not
+    replaced = Plan.from_json(
+        state(
+            subs=[*nameless, sub("q3", "birthplace of Spielberg", replaces="q2")],
+            findings=[*done[:1], finding("q2", "x", superseded_by="q3"), finding("q3", "Ohio")],
+        )
+    )
+    assert replaced.nameless() == [] and replaced.resolved()
+
+
 def test_a_single_query_covers_only_a_single_fact_question() -> None:
     one = state(subs=CHAIN[:1], findings=[finding("q1", "Steven Spielberg")])
     assert not Plan.from_json(one).whole()
@@ -214,3 +232,63 @@ def test_a_fresh_question_carries_the_question_as_read_and_as_json() -> None:
     assert question_of(fresh) == asked
     with pytest.raises(KeyError):
         question_of({"question": asked.text})  # a state nobody read the question of
+
+
+def test_a_round_is_written_by_the_plan_and_the_nodes_queries_stay_as_they_were() -> None:
+    waiting = {**CHAIN[1], "round": 0}
+    first = Plan.first_round([{**CHAIN[0], "round": 0}], [waiting])
+    assert first["round"] == 1 and first["pending"] == ["q1"] and first["waiting"] == ["q2"]
+    assert [q["round"] for q in first["sub_queries"].values()] == [1, 0]
+    follow = sub("q3", "who directed Jaws", replaces="q1", origin="supplement")
+    nxt = Plan.next_round(3, [follow], ["q2"])
+    assert nxt == {
+        "round": 3,
+        "sub_queries": {"q3": {**follow, "round": 3}},
+        "pending": ["q3"],
+        "waiting": ["q2"],
+    }
+    assert follow["round"] == 1  # copied, not changed
+
+
+def test_a_finding_record_keeps_the_span_only_when_supported() -> None:
+    kept = Plan.new_finding(
+        CHAIN[0], "Spielberg", ["p"], supported=True, answered=True, skipped=False
+    )
+    assert kept == {**finding("q1", "Spielberg"), "query": "director of Jaws", "sources": ["p"]}
+    said = Plan.new_finding(CHAIN[0], "Lucas", [], supported=False, answered=False, skipped=False)
+    assert (said["finding"], said["proposed"], said["superseded_by"]) == ("", "Lucas", None)
+
+
+def test_a_supported_follow_up_supersedes_what_it_asked_again_in_the_update() -> None:
+    follow = sub("q3", "who directed Jaws", replaces="q1", origin="supplement")
+    plan = Plan.from_json(state(subs=[*CHAIN, follow], findings=[finding("q1")]))
+    hits = [Hit(Passage("a", "A", "text of a"), 1.0)]
+    update = plan.findings_update([follow], {"q3": finding("q3", "Spielberg")}, {"q3": hits})
+    assert update["findings"]["q1"] == {**finding("q1"), "superseded_by": "q3"}
+    assert update["fused"] == {"q3": ["a"]} and list(update["passages"]) == ["a"]
+    assert plan.findings["q1"]["superseded_by"] is None  # the plan read is not written to
+    found_nothing = plan.findings_update([follow], {"q3": finding("q3")}, {"q3": hits})
+    assert set(found_nothing["findings"]) == {"q3"}
+
+
+def test_what_the_judging_call_reads_of_a_finding_is_asked_of_the_plan() -> None:
+    unread: FindingRecord = {**finding("q2", skipped=True), "sources": ["p1"], "answered": True}
+    plan = Plan.from_json(state(subs=CHAIN, findings=[finding("q1", "Spielberg"), unread]))
+    assert plan.own_finding("q1") == "Spielberg" and plan.own_finding("q2") is None
+    assert plan.unread_sources("q2") == ["p1"] and plan.unread_sources("q1") == []
+    assert plan.own_finding("q9") is None and plan.unread_sources("q9") == []
+
+
+def test_the_results_sub_queries_are_the_plans_queries_searched_or_not() -> None:
+    raw = state(
+        subs=CHAIN,
+        findings=[finding("q1", "Steven Spielberg")],
+        waiting=["q2"],
+        searches={"q1|sparse": entry("q1", "sparse", "a")},
+        fused={"q1": ["a"]},
+    )
+    searched, held = Plan.from_json(raw).reports()
+    assert (searched.id, searched.summary, searched.answered) == ("q1", "Steven Spielberg", True)
+    assert searched.summary_sources == ["p-q1"] and searched.passage_ids == ["a"]
+    assert [s["searcher"] for s in searched.searches] == ["sparse"]
+    assert (held.id, held.summary, held.answered, held.needs) == ("q2", "", False, ["q1"])

@@ -3,9 +3,12 @@ cleaned, and what goes out first (the question as written beside the plan)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langchain_core.messages import BaseMessage
 
+from agent.rules.question import Question
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (
     QUESTION,
@@ -132,3 +135,22 @@ async def test_the_hop_after_a_bare_name_is_searched_by_the_name(index) -> None:
     ]
     assert "Eiffel Tower" not in searcher.queries
     assert result.stopped == "sufficient" and "Seine" in result.short_answer
+
+
+async def test_the_node_sends_the_first_round_and_holds_the_hops_that_wait() -> None:
+    """Called directly: the plan's update (``Plan.first_round``) searches the ready queries in
+    round 1 and keeps the hop that needs an answer in the plan with round 0."""
+    from agent.planner.decompose import decompose
+    from tests.planner_scripts import node_runtime
+
+    chat = RoutedChatModel(
+        routes={"decompose": reply(queries=["director of Jaws", "birthplace of #1"])}
+    )
+    asked = Question.read("Where was the director of Jaws born?")
+    state: Any = {"question": asked.text, "parsed": asked.to_json(), "history": []}
+    update = await decompose(state, node_runtime(chat))
+    assert update["round"] == 1 and update["pending"] == ["q1"] and update["waiting"] == ["q2"]
+    q1, q2 = update["sub_queries"]["q1"], update["sub_queries"]["q2"]
+    assert (q1["query"], q1["round"]) == ("director of Jaws", 1)
+    assert (q2["query"], q2["round"], q2["needs"]) == ("birthplace of #1", 0, ["q1"])
+    assert update["errors"] == [] and isinstance(update["shape"], str)

@@ -42,6 +42,26 @@ async def test_an_open_plan_reads_everything_found(index) -> None:
     assert len(result.sources) > 2
 
 
+async def test_a_plan_that_found_everything_with_a_nameless_query_is_answered_open(index) -> None:
+    """The query "river that flows through it" names nothing: its finding does not resolve the
+    plan (``Plan.resolved``), so one-call RAG's reader answers, and the report says which query
+    kept the plan open beside ``plan_resolved``."""
+    chat = two_hop_chat()
+    chat.routes["decompose"] = reply(
+        queries=["city where the Eiffel Tower stands", "river that flows through it"]
+    )
+    chat.routes["summarize"] = lambda m: finding(
+        user_text(m), Eiffel=("Paris", "Paris"), **{"flows through": ("Seine", "Seine")}
+    )
+    result = await agent_with(chat, [KeywordSearcher(index)]).ask(QUESTION)
+    assert all(sub.answered for sub in result.sub_queries)  # every query found something
+    check = result.citation_check
+    assert check["plan_resolved"] is False and check["answered_as"] == "one_call"
+    assert check["nameless_queries"] == ["river that flows through it"]
+    assert [route for route, _ in chat.seen][-1] == "rag_answer"
+    assert result.stopped == "sufficient"
+
+
 async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
     """Not searched as written (``CHAIN``), an open plan with a supported finding reads its chain
     the way the oracle does: the first passages of each searched query in plan order, then the

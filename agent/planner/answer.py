@@ -27,10 +27,9 @@ from agent.checks.escalation import Candidate, FinalChoice, PlanKind, final_choi
 from agent.checks.evidence import Finding, select_evidence
 from agent.checks.short_answer import ShortAnswer, settle_short_answer
 from agent.planner.plan import Plan
-from agent.planner.queries import names_nothing
 from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.trace import emit
-from agent.results import Citation, ShownSource, shown_source
+from agent.results import Citation, ShownSource, answered_stop, shown_source
 from agent.settings import PlannerSettings
 from searchers.passages import HitRecord, focus_text
 from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
@@ -54,18 +53,6 @@ _CITE = re.compile(r"\[(\d{1,3})\]")
 
 MIN_RESOLVED_SOURCES = 2
 HOP_PASSAGES = 2  # per searched query, in plan order, when an open plan reads its chain
-
-
-def nameless_queries(plan: Plan) -> list[str]:
-    """The searched queries that name nothing (``queries.names_nothing``). A plan holding one
-    is answered as an open plan: measured on v4's HotpotQA
-    report rows, the 16 plans with such a query that resolved scored 31 F1 where one-call RAG
-    scored 46-48 on the same questions, while the 29 resolved plans without one scored 48
-    against 28-33 ("year of overlap" found "2010"; "named after" found a name unrelated to the
-    chain and became the short answer)."""
-    return [
-        sub["query"] for sub in plan.active() if names_nothing(sub["query"], plan.question.text)
-    ]
 
 
 def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[HitRecord]:
@@ -152,22 +139,21 @@ class AnswerMode:
     focus: str  # what the shown passages are trimmed around
     planned: bool
     reader: bool = False
-    resolved: bool = False  # the plan resolved (``citation_check.plan_resolved``)
+    resolved: bool = False  # ``Plan.resolved()`` (``citation_check.plan_resolved``)
     unplanned: bool = False  # an open plan answered without its findings (``answered_as``)
-    nameless: tuple[str, ...] = ()  # queries naming nothing in a plan that found everything
+    nameless: tuple[str, ...] = ()  # what kept a plan that found everything open
     step: str = "answer"  # the usage step its call is counted under ("draft" for the draft)
 
 
 def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
-    """The answer's mode from the plan's status and the settings: a plan resolves when every
-    query found something and none names nothing (``nameless_queries``); an open plan is read
-    as one-call RAG when the question was searched as written, else along its chain."""
+    """The answer's mode from the plan's status and the settings: a resolved plan
+    (``Plan.resolved``) reads its findings' passages; an open plan is read as one-call RAG when
+    the question was searched as written, else along its chain."""
     if not cfg.summarize:  # LevelRAG's no-summarize ablation: no findings, no chain
         return AnswerMode("passages", _fused_sources(plan, cfg, narrow=False), plan.focus(), False)
-    nameless = nameless_queries(plan)
-    complete = plan.resolved()  # every query found something
-    shown_nameless = tuple(nameless) if complete else ()
-    if complete and not nameless:
+    # reported beside plan_resolved: the queries that kept a plan that found everything open
+    shown_nameless = tuple(plan.nameless()) if plan.found_everything() else ()
+    if plan.resolved():
         narrow = plan.whole()
         sources = _fused_sources(plan, cfg, narrow=narrow)
         return AnswerMode("resolved", sources, plan.focus(), True, resolved=True)
@@ -489,7 +475,7 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     update: dict[str, Any] = {
         "errors": composed.errors,
         **composed.fields(),
-        "stopped": state.get("stopped") or "sufficient",
+        "stopped": answered_stop(state.get("stopped", "")),
         "history": [*state.get("history", []), turn][-10:],
     }
     if choice is not None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.planner.examples import plan_examples
+from agent.planner.plan import Plan
 from agent.planner.queries import (
     MAX_QUERIES_PER_CALL,
     clean_queries,
@@ -118,8 +119,6 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     pairs = pairs or clean_queries([question.text], set(), 1)  # nothing kept: the question
     schedule = _hops_wait if run.planner.summarize else _all_at_once
     ready, waiting = schedule(pairs)
-    for sub in ready:
-        sub["round"] = 1
     emit(
         runtime,
         "decompose",
@@ -134,11 +133,4 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
         1,
         (time.monotonic() - started) * 1000,
     )
-    return {
-        "round": 1,
-        "shape": shape,
-        "sub_queries": {q["id"]: q for q in ready + waiting},
-        "pending": [q["id"] for q in ready],
-        "waiting": [q["id"] for q in waiting],
-        "errors": errors,
-    }
+    return {**Plan.first_round(ready, waiting), "shape": shape, "errors": errors}

@@ -2,7 +2,7 @@
 passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
 counts only when a passage about the query's subject holds it
 (``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked
-again."""
+again. The records are the plan's to write (``Plan.new_finding``, ``Plan.findings_update``)."""
 
 from __future__ import annotations
 
@@ -73,24 +73,6 @@ def _findings_prompt(
     return "\n\n".join(blocks), by_number
 
 
-def _record(
-    sub: SubQuery, span: str, sources: list[str], *, supported: bool, answered: bool, skipped: bool
-) -> FindingRecord:
-    """A query's finding as state keeps it: ``finding`` is the span only when supported,
-    ``proposed`` what the model said either way (the trace shows both)."""
-    return {
-        "id": sub["id"],
-        "query": sub["query"],
-        "finding": span if supported else "",
-        "proposed": span,
-        "sources": sources,
-        "answered": answered,
-        "supported": supported,
-        "skipped": skipped,
-        "superseded_by": None,
-    }
-
-
 def _finding(
     sub: SubQuery, answer: str, cited: list[Hit], shown: list[Hit], *, skipped: bool
 ) -> FindingRecord:
@@ -100,7 +82,7 @@ def _finding(
         span, [h.to_json() for h in cited], [h.to_json() for h in shown], sub["query"]
     )
     found = bool(sources)
-    return _record(sub, span, sources, supported=found, answered=found, skipped=skipped)
+    return Plan.new_finding(sub, span, sources, supported=found, answered=found, skipped=skipped)
 
 
 async def read_query(
@@ -226,7 +208,7 @@ async def _passages_as_findings(
     """The findings step ablated (``PlannerSettings.summarize`` off): no call, the passages are
     the finding."""
     return {
-        sub["id"]: _record(
+        sub["id"]: Plan.new_finding(
             sub,
             "",
             [h.id for h in shown[sub["id"]]],
@@ -236,16 +218,6 @@ async def _passages_as_findings(
         )
         for sub in subs
     }
-
-
-def _superseded(plan: Plan, subs: list[SubQuery], new: dict[str, FindingRecord]):
-    """The earlier findings a supported follow-up of this round replaces."""
-    replaced: dict[str, FindingRecord] = {}
-    for sub in subs:
-        old = sub.get("replaces")
-        if old and new[sub["id"]]["supported"] and old in plan.findings:
-            replaced[old] = {**plan.findings[old], "superseded_by": sub["id"]}
-    return replaced
 
 
 async def read_findings(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
@@ -261,14 +233,8 @@ async def read_findings(state: PlannerState, runtime: Runtime[PlannerRun]) -> di
     errors: list[str] = []
     step = _model_findings if cfg.summarize else _passages_as_findings
     findings = await step(run, subs, shown, errors)
-    findings.update(_superseded(plan, subs, findings))
     ms = (time.monotonic() - started) * 1000
     for sub in subs:
-        emit(runtime, "finding", findings[sub["id"]], sub["round"], ms / max(1, len(subs)))
-    passages = {h.id: h.to_json() for hits in fused.values() for h in hits}
-    return {
-        "findings": findings,
-        "fused": {qid: [h.id for h in hits] for qid, hits in fused.items()},
-        "passages": passages,
-        "errors": errors,
-    }
+        emit(runtime, "finding", dict(findings[sub["id"]]), sub["round"], ms / max(1, len(subs)))
+    # a supported follow-up's finding replaces the one it asked again (``Plan.superseded``)
+    return {**plan.findings_update(subs, findings, fused), "errors": errors}

@@ -16,12 +16,12 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.language_models import BaseChatModel
 from typing_extensions import TypedDict
 
-from agent.results import ShownSource, TraceEvent
+from agent.results import PlanStop, ShownSource, TraceEvent
 from agent.rules.question import Question, QuestionRecord
 from agent.runtime.usage import UsageTracker
 from agent.settings import DEFAULT_DEADLINE_S, BudgetSettings, PlannerSettings
@@ -95,7 +95,7 @@ class PlannerState(TypedDict, total=False):
     findings: Annotated[dict[str, FindingRecord], merge_keyed]  # sub-query id -> finding
     verdicts: list[dict[str, Any]]
     errors: Annotated[list[str], append_or_reset]
-    stopped: str
+    stopped: PlanStop | Literal[""]  # why searching stopped; "" while it goes on
     short_answer: str
     answer: str
     citations: list[dict[str, Any]]  # Citation.to_json(), made by the answer step

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
@@ -17,6 +17,7 @@ from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries, similar_queries
 from agent.planner.state import PlannerRun, PlannerState, SubQuery, query_key
 from agent.planner.trace import emit, sub_report
+from agent.results import PlanStop
 from agent.settings import PlannerSettings
 from searchers.passages import focus_text
 from searchers.searcher import BudgetExceeded
@@ -47,18 +48,18 @@ def _findings_text(plan: Plan, chars: int) -> str:
     lines = []
     passages = plan.passages
     for sub in plan.active():
-        finding = plan.findings[sub["id"]]
-        if finding.get("skipped") and not finding.get("finding") and finding["sources"]:
+        unread = plan.unread_sources(sub["id"])
+        if unread:
             lines.append(f"- {sub['query']} -> passages:")
-            for pid in finding["sources"]:
+            for pid in unread:
                 if pid in passages:
                     text = focus_text(
                         passages[pid]["text"], chars, sub["query"], passages[pid]["title"]
                     )
                     lines.append(f"    {passages[pid]['title']}: {text}")
             continue
-        said = finding["finding"] if finding.get("supported") else "NOT FOUND"
-        lines.append(f"- {sub['query']} -> {said}")
+        said = plan.own_finding(sub["id"])
+        lines.append(f"- {sub['query']} -> {'NOT FOUND' if said is None else said}")
     return "\n".join(lines)
 
 
@@ -100,7 +101,9 @@ def _follow_ups(raw: list[str], plan: Plan, room: int) -> tuple[list[SubQuery], 
     return kept, dropped
 
 
-def _stop_reason(plan: Plan, run: PlannerRun, rnd: int, *, hops: bool = False) -> str:
+def _stop_reason(
+    plan: Plan, run: PlannerRun, rnd: int, *, hops: bool = False
+) -> PlanStop | Literal[""]:
     """Why no further round may run, or "". Planned queries that wait for an answer are
     already counted in ``max_sub_queries``: sending them (``hops``) adds none."""
     if rnd >= run.budgets.max_rounds + (HOP_EXTRA_ROUNDS if hops else 0):
@@ -143,7 +146,7 @@ class Decision:
 
     sufficient: bool
     reason: str
-    stopped: str = ""
+    stopped: PlanStop | Literal[""] = ""  # "" goes on: the verdict's "stopped" says so too
     new: list[SubQuery] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     llm_says: bool | None = None
@@ -270,11 +273,10 @@ def _next_round(
     ready: list[SubQuery],
     still_waiting: list[str],
 ) -> dict[str, Any]:
-    """The state update that sends ``decision.new`` in the next round, reported as the
-    round's ``next_round`` event (its ``origin``: the planned hops or the follow-ups)."""
+    """The state update that sends ``decision.new`` in the next round (``Plan.next_round``),
+    reported as the round's ``next_round`` event (its ``origin``: the planned hops or the
+    follow-ups)."""
     nxt = rnd + 1
-    for sub in decision.new:
-        sub["round"] = nxt
     emit(
         runtime,
         "next_round",
@@ -287,9 +289,5 @@ def _next_round(
         nxt,
         0.0,
     )
-    return {
-        "round": nxt,
-        "sub_queries": {q["id"]: q for q in decision.new},
-        "pending": [q["id"] for q in decision.new],
-        "waiting": still_waiting if ready else list(plan.waiting),
-    }
+    # ready hops leave the others waiting; follow-ups leave every planned hop where it was
+    return Plan.next_round(nxt, decision.new, still_waiting if ready else plan.waiting)

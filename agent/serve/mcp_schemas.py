@@ -5,8 +5,10 @@ They are projections of the records the rest of hoptree already hands out (``Ask
 ``SearchResult``, ``Hit``), with the same field names as ``hoptree ask --json`` and the HTTP
 API, trimmed to what an agent calling a tool needs: a cited answer points at passages by id and
 title, and the ``read_passage`` tool (or the ``hoptree://passage/{id}`` resource) fetches the
-text of the ones it wants to read. ``CitationOut`` is made from ``Citation``'s own fields, so a
-field added to the citation reaches MCP without a second definition to keep in step.
+text of the ones it wants to read. ``CitationOut``, ``SubQueryOut`` and ``AskOutput`` are made
+from ``Citation``'s, ``SubQueryReport``'s and ``AskResult``'s own fields (``projection``), and
+``ask_output`` reads the result's one record (``AskResult.to_json``), so a field added to them
+reaches MCP, schema and value, without a second definition to keep in step.
 """
 
 from __future__ import annotations
@@ -17,24 +19,43 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, Field, create_model
 
-from agent.results import AskResult, Citation
+from agent.results import FINDING_NAMES, AskResult, Citation, SubQueryReport
 from searchers.passages import Hit, Passage, page_of
 from searchers.searcher import SearchResult
 
 
 def projection(
-    record: type[Any], name: str, *, omit: Collection[str], notes: Mapping[str, str]
+    record: type[Any],
+    name: str,
+    *,
+    omit: Collection[str],
+    notes: Mapping[str, str],
+    types: Mapping[str, Any] | None = None,
+    rename: Mapping[str, str] | None = None,
+    required: Collection[str] = (),
 ) -> type[BaseModel]:
     """A pydantic model of a dataclass's fields but ``omit``, with their types, defaults and
-    order, each described by ``notes`` where the tool's schema needs a word."""
-    types = get_type_hints(record)
+    order, each described by ``notes`` where the tool's schema needs a word. ``types`` gives a
+    field the tool's own record in place of the dataclass's (a ``Citation`` becomes a
+    ``CitationOut``); ``rename`` a field its name on the wire (``notes`` use that name);
+    ``required`` fields are required although the dataclass gives them a default (every
+    result has them; a client may count on them)."""
+    hints = {**get_type_hints(record), **(types or {})}
+    names = rename or {}
+
+    def spec(f: Any) -> Any:
+        wire = names.get(f.name, f.name)
+        note = notes.get(wire)
+        if wire in required or (f.default is MISSING and f.default_factory is MISSING):
+            return Field(..., description=note)
+        if f.default_factory is not MISSING:
+            return Field(default_factory=f.default_factory, description=note)
+        return Field(f.default, description=note)
+
     return create_model(
         name,
         **{
-            f.name: (
-                types[f.name],
-                Field(... if f.default is MISSING else f.default, description=notes.get(f.name)),
-            )
+            names.get(f.name, f.name): (hints[f.name], spec(f))
             for f in fields(record)
             if f.name not in omit
         },
@@ -52,15 +73,6 @@ CitationOut = projection(
         "page": "the PDF page the passage is from",
     },
 )
-
-
-class SubQueryOut(BaseModel):
-    id: str
-    query: str = Field(description="the atomic query as searched")
-    round: int
-    finding: str = Field(description="the answer span its passages hold; empty when unsupported")
-    answered: bool
-    passage_ids: list[str] = Field(description="the passages found for it, best first")
 
 
 class DraftDecisionOut(BaseModel):
@@ -88,32 +100,75 @@ class FinalChoiceOut(BaseModel):
     reason: str
 
 
-class AskOutput(BaseModel):
-    question: str
-    short_answer: str = Field(description="a span of the evidence, or yes/no")
-    answer: str = Field(description="the long answer with [n] citation marks")
-    citations: list[CitationOut]
-    sub_queries: list[SubQueryOut] = Field(description="the plan: one entry per atomic query")
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    stopped: str = Field(description="why searching stopped (sufficient, max_rounds, ...)")
-    degraded: bool = Field(description="a step failed or a budget cut the search short")
-    degraded_reasons: list[str]
-    thread_id: str | None = None
-    seconds: float
-    searchers: list[str] = Field(
-        default_factory=list, description="the searchers the planner sent its queries to"
-    )
-    draft: DraftOut | None = Field(
-        None, description="the one-call draft answer that came first; null with the draft off"
-    )
-    final_choice: FinalChoiceOut | None = Field(
-        None, description="when the plan ran after a draft: which answer won and why"
-    )
-    first_answer_s: float | None = Field(
-        None, description="seconds from the question to the first cited answer (the draft's)"
-    )
+# The ``ask`` tool's result: the result's own record (``AskResult.to_json``) but what a tool
+# caller needs no more of: the verdicts, cache counts, per-step profile and citation check are
+# the trace's and the eval's; the shown passages' text is ``read_passage``'s; the errors are
+# summed up in ``degraded_reasons``. Any other field of ``AskResult`` is in it.
+MCP_OMITS = frozenset(
+    {
+        "verdicts",
+        "llm_cache_hits",
+        "cache_hit_prompt_tokens",
+        "cache_hit_completion_tokens",
+        "errors",
+        "sources",
+        "citation_check",
+        "usage_by_step",
+        "trace",
+    }
+)
+# A query of the plan: where it stands, in the words of findings (``FINDING_NAMES``), without
+# its searches (the trace's) and its chain's bookkeeping.
+MCP_SUB_QUERY_OMITS = frozenset(
+    {
+        "origin",
+        "searches",
+        "summary_sources",
+        "summary_skipped",
+        "proposed",
+        "needs",
+        "replaces",
+        "superseded_by",
+    }
+)
+
+SubQueryOut = projection(
+    SubQueryReport,
+    "SubQueryOut",
+    omit=MCP_SUB_QUERY_OMITS,
+    rename=FINDING_NAMES,
+    required={"passage_ids", "finding", "answered"},
+    notes={
+        "query": "the atomic query as searched",
+        "finding": "the answer span its passages hold; empty when unsupported",
+        "passage_ids": "the passages found for it, best first",
+    },
+)
+
+AskOutput = projection(
+    AskResult,
+    "AskOutput",
+    omit=MCP_OMITS,
+    types={
+        "citations": list[CitationOut],  # type: ignore[valid-type]  # a made model
+        "sub_queries": list[SubQueryOut],  # type: ignore[valid-type]
+        "stopped": str,  # the values are ``PlanStop``'s; an ``AgentLike`` may say more
+        "draft": DraftOut | None,
+        "final_choice": FinalChoiceOut | None,
+    },
+    required={"degraded", "degraded_reasons"},
+    notes={
+        "short_answer": "a span of the evidence, or yes/no",
+        "answer": "the long answer with [n] citation marks",
+        "sub_queries": "the plan: one entry per atomic query",
+        "stopped": "why searching stopped (sufficient, max_rounds, ...)",
+        "degraded": "a step failed or a budget cut the search short",
+        "searchers": "the searchers the planner sent its queries to",
+        "draft": "the one-call draft answer that came first; null with the draft off",
+        "final_choice": "when the plan ran after a draft: which answer won and why",
+        "first_answer_s": "seconds from the question to the first cited answer (the draft's)",
+    },
+)
 
 
 class HitOut(BaseModel):
@@ -172,38 +227,13 @@ class PassageOut(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def ask_output(result: AskResult) -> AskOutput:
-    return AskOutput(
-        question=result.question,
-        short_answer=result.short_answer,
-        answer=result.answer,
-        citations=[CitationOut.model_validate(c.to_json()) for c in result.citations],
-        sub_queries=[
-            SubQueryOut(
-                id=q.id,
-                query=q.query,
-                round=q.round,
-                finding=q.summary,
-                answered=q.answered,
-                passage_ids=q.passage_ids,
-            )
-            for q in result.sub_queries
-        ],
-        llm_calls=result.llm_calls,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        stopped=result.stopped,
-        degraded=result.degraded,
-        degraded_reasons=result.degraded_reasons,
-        thread_id=result.thread_id,
-        seconds=round(result.seconds, 2),
-        searchers=list(result.searchers),
-        draft=None if result.draft is None else DraftOut.model_validate(result.draft),
-        final_choice=None
-        if result.final_choice is None
-        else FinalChoiceOut.model_validate(result.final_choice),
-        first_answer_s=None if result.first_answer_s is None else round(result.first_answer_s, 2),
-    )
+def ask_output(result: AskResult) -> BaseModel:
+    """The ``ask`` tool's result (an ``AskOutput``): the result's record (``AskResult.to_json``)
+    with its queries in the words of findings; what ``AskOutput`` leaves out is dropped as it
+    is read."""
+    record = result.to_json(with_trace=False, omit=MCP_OMITS)
+    record["sub_queries"] = [q.finding_json() for q in result.sub_queries]
+    return AskOutput.model_validate(record)
 
 
 def hits_out(hits: list[Hit]) -> list[HitOut]:

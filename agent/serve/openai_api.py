@@ -167,22 +167,35 @@ def usage_json(result: AskResult) -> dict[str, int]:
     }
 
 
-def hoptree_extra(result: AskResult) -> dict[str, Any]:
-    """Structured extras on chat responses (OpenAI clients keep unknown fields)."""
-    return {
-        "short_answer": result.short_answer,
-        "citations": [c.to_json() for c in result.citations],
-        "stopped": result.stopped,
-        "llm_calls": result.llm_calls,
-        "thread_id": result.thread_id,
-        "errors": result.errors,
-        "citation_check": result.citation_check,
-        "degraded": result.degraded,
-        "degraded_reasons": result.degraded_reasons,
-        "draft": result.draft,
-        "final_choice": result.final_choice,
-        "first_answer_s": result.to_json(with_trace=False)["first_answer_s"],
+# What the ``hoptree`` extras leave out of the result's record: the question and the cited
+# answer are the messages', the tokens ``usage``'s and the trace ``reasoning_content``'s; the
+# plan, the verdicts, the shown passages, the per-step profile, the cache counts, the seconds
+# and the searchers are the native API's (``POST /v1/ask``).
+CHAT_OMITS = frozenset(
+    {
+        "question",
+        "answer",
+        "sub_queries",
+        "verdicts",
+        "prompt_tokens",
+        "completion_tokens",
+        "llm_cache_hits",
+        "cache_hit_prompt_tokens",
+        "cache_hit_completion_tokens",
+        "seconds",
+        "sources",
+        "usage_by_step",
+        "searchers",
+        "trace",
     }
+)
+
+
+def hoptree_extra(result: AskResult) -> dict[str, Any]:
+    """Structured extras on chat responses (OpenAI clients keep unknown fields): the result's
+    record (``AskResult.to_json``) but ``CHAT_OMITS``, so a field added to the result is here
+    too."""
+    return result.to_json(with_trace=False, omit=CHAT_OMITS)
 
 
 def draft_content(data: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from evals.pipelines import (
     planner_agent,
     planner_record,
     planner_settings,
+    planner_usage,
     with_usage,
 )
 from evals.quality.corpora import ArticleCorpus
@@ -216,13 +217,7 @@ async def _planner(ctx: EvalContext, corpus: ArticleCorpus, q: ChoiceQuestion) -
         corpus.cache["planner"] = agent
     result, _ = await with_usage(lambda: agent.ask(planner_question(q)))
     hits = pack_hits(planner_hits(result), ctx.context_tokens)
-    spent = StepUsage(  # the agent counts its own calls
-        calls=result.llm_calls,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        cache_hits=result.llm_cache_hits,
-        cache_hit_prompt_tokens=result.cache_hit_prompt_tokens,
-    )
+    spent = planner_usage(result)  # the agent counts its own calls
     return await _read(
         ctx,
         q,
