@@ -109,6 +109,8 @@ def test_the_suite_scores_its_slices_whatever_stage_was_asked(tmp_path: Path) ->
 def test_the_suite_command_prints_and_writes_the_scoreboard(tmp_path: Path) -> None:
     data, out = tmp_path / "data", tmp_path / "out"
     for part in CHAINS_SUITE.slices.values():
+        if Path(part.file).is_absolute():  # a fresh slice's file in the checkout: never touched
+            continue
         (data / part.file).parent.mkdir(parents=True, exist_ok=True)
         (data / part.file).write_text('{"id": "x"}\n')
     slice_with_runs(out, "musique")
