@@ -89,7 +89,8 @@ def test_a_follow_ups_span_supersedes_the_query_it_asked_again() -> None:
     plan = row_plan(row)
     assert plan.findings["q1"]["superseded_by"] == "q3" and plan.answer_of("q1") == "Orsk"
     assert [h.id for h in plan.hops() if h.superseded] == ["q1"]
-    assert chain_end(plan.hops(), asks_when=plan.question.asks_when) == "Vell"  # the follow-up stands for q1
+    # the follow-up stands for q1
+    assert chain_end(plan.hops(), asks_when=plan.question.asks_when) == "Vell"
     # answered with passages and no span (the findings step ablated) is no finding
     ablated = {
         **row,
