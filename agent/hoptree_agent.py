@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from agent.planner.answer import AgentRunError
-from agent.planner.draft import public_draft
 from agent.planner.graph import build_planner_graph, recursion_limit
 from agent.planner.plan import Plan
 from agent.planner.state import PlannerRun, PlannerState, fresh_question
 from agent.results import (
     AskResult,
     Citation,
+    Draft,
     PlanStop,
     TraceEvent,
     answered_stop,
@@ -212,7 +212,7 @@ class HoptreeAgent:
         self, question: str, state: Mapping[str, Any], run: PlannerRun, seconds: float
     ) -> AskResult:
         total = run.tracker.total()
-        draft = dict(state.get("draft") or {})
+        draft = Draft.from_state(state)
         errors = list(state.get("errors", []))
         # the answer step (or the draft that stood) set it: the graph ends nowhere else
         stopped: PlanStop = answered_stop(state.get("stopped", ""))
@@ -244,9 +244,9 @@ class HoptreeAgent:
             degraded_reasons=reasons,
             searchers=list(run.searchers),
             usage_by_step=run.tracker.by_step_json(),
-            draft=public_draft(draft) if draft else None,
+            draft=draft,
             final_choice=dict(state.get("final_choice") or {}) or None,
-            first_answer_s=min(draft.get("seconds", seconds), seconds),
+            first_answer_s=seconds if draft is None else min(seconds, draft.seconds or seconds),
         )
 
 

@@ -9,7 +9,7 @@ needs the graph to be read. A cited passage is made here once, from its hit reco
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypedDict, get_args
 
@@ -172,6 +172,110 @@ class SubQueryReport:
         return {FINDING_NAMES.get(k, k): v for k, v in self.to_json().items()}
 
 
+@dataclass(frozen=True)
+class DraftDecision:
+    """The router's word on a draft: plan (``escalate``) or let the draft stand, and why."""
+
+    escalate: bool
+    reason: str
+    policy: str  # the router's policy; "none" when no draft could be written
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draft:
+    """The one-call draft (``agent.planner.draft``): what the person saw within seconds, the
+    router's decision on it, and what answering with it later needs without a call.
+
+    The planner's state keeps ``to_record()`` (checkpoints are plain JSON) and every step reads
+    it back with ``from_state``; ``to_json()`` is what a person sees (the ``draft`` event,
+    ``AskResult.draft``): the reader's passages, its settling and its span are left out. A
+    draft that could not be written (the call failed, nothing was found) has no
+    ``short_answer``, an ``error`` and a decision to plan."""
+
+    short_answer: str | None = None
+    answer: str = ""  # the cited long answer, with [n] marks
+    citations: list[Citation] = field(default_factory=list)
+    seconds: float | None = None  # from the question to the draft
+    signals: dict[str, Any] = field(default_factory=dict)  # ``escalation.Signals.as_dict``
+    decision: DraftDecision | None = None
+    error: str | None = None
+    # not shown: the passages it was read from (hits) and shown as [n] (sources), the citation
+    # check's report, whether its short answer is a span of them, and the span as written
+    hits: list[HitRecord] = field(default_factory=list)
+    sources: list[ShownSource] = field(default_factory=list)
+    citation_check: dict[str, Any] = field(default_factory=dict)
+    supported: bool = False
+    written: str = ""
+
+    @property
+    def is_written(self) -> bool:
+        """A draft was written: it has a short answer to stand on or to compare with."""
+        return self.short_answer is not None
+
+    @property
+    def stands(self) -> bool:
+        """The router let the draft stand: it is the answer and no plan runs."""
+        return self.decision is not None and not self.decision.escalate
+
+    def to_json(self) -> dict[str, Any]:
+        """The draft as a person sees it."""
+        out: dict[str, Any] = {}
+        if self.is_written:
+            out = {
+                "short_answer": self.short_answer,
+                "answer": self.answer,
+                "citations": [c.to_json() for c in self.citations],
+                "seconds": None if self.seconds is None else round(self.seconds, 2),
+                "signals": dict(self.signals),
+            }
+        if self.decision is not None:
+            out["decision"] = self.decision.to_json()
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        """Everything, for the planner's state."""
+        return {
+            **self.to_json(),
+            "seconds": self.seconds,
+            "hits": list(self.hits),
+            "sources": list(self.sources),
+            "citation_check": dict(self.citation_check),
+            "supported": self.supported,
+            "written": self.written,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Draft:
+        """A draft from ``to_record`` or ``to_json`` (what a surface received)."""
+        decision = data.get("decision")
+        return cls(
+            short_answer=data.get("short_answer"),
+            answer=data.get("answer", ""),
+            citations=[Citation.from_json(c) for c in data.get("citations", [])],
+            seconds=data.get("seconds"),
+            signals=dict(data.get("signals") or {}),
+            decision=DraftDecision(**decision) if decision else None,
+            error=data.get("error"),
+            hits=list(data.get("hits", [])),
+            sources=list(data.get("sources", [])),
+            citation_check=dict(data.get("citation_check") or {}),
+            supported=bool(data.get("supported", False)),
+            written=str(data.get("written") or data.get("short_answer") or ""),
+        )
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Draft | None:
+        """The draft the planner's state holds; None when the draft step wrote none (switched
+        off, or a follow-up question)."""
+        record = state.get("draft")
+        return cls.from_json(record) if record else None
+
+
 # A field whose seconds every surface gives to the hundredth (``AskResult.to_json``).
 HUNDREDTHS = {"round": 2}
 
@@ -235,7 +339,7 @@ class AskResult:
     # draft first (``PlannerSettings.draft``): the one-call draft as it reached the person
     # (answer, short_answer, citations, seconds since the question, the router's signals and
     # decision), and, when the plan ran, which answer won and why; None without a draft
-    draft: dict[str, Any] | None = None
+    draft: Draft | None = None
     final_choice: dict[str, Any] | None = None
     # seconds from the question to the first cited answer the person saw: the draft's, or the
     # final answer's when there was no draft

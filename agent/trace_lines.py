@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.results import TraceEvent
+from agent.results import Draft, TraceEvent
 from searchers.passages import source_label
 from searchers.text import normalize_answer_folded
 
@@ -41,19 +41,19 @@ def draft_sources(data: dict[str, Any]) -> str:
 
 
 def replaced_line(
-    draft: dict[str, Any] | None, final_choice: dict[str, Any] | None, final_short: str
+    draft: Draft | None, final_choice: dict[str, Any] | None, final_short: str
 ) -> str | None:
     """The one line that says the final answer replaced the draft, and why; None when the
     draft was the answer or the plan found the same one (``final_short``, compared as answers
     are scored), or there was no draft to replace (switched off, not written)."""
-    if not draft or draft.get("short_answer") is None or not final_choice:
+    if draft is None or draft.short_answer is None or not final_choice:
         return None
     if final_choice.get("source") != "plan":
         return None
-    if normalize_answer_folded(str(draft["short_answer"])) == normalize_answer_folded(final_short):
+    if normalize_answer_folded(draft.short_answer) == normalize_answer_folded(final_short):
         return None
     why = _clip(final_choice.get("reason") or "the plan's answer won", 120)
-    return f"the plan's answer replaced the draft {_clip(draft['short_answer'], 80)!r}: {why}"
+    return f"the plan's answer replaced the draft {_clip(draft.short_answer, 80)!r}: {why}"
 
 
 def progress_line(event: TraceEvent) -> str | None:

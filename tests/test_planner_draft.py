@@ -46,9 +46,9 @@ async def test_a_single_fact_is_answered_by_the_draft_alone(index) -> None:
     assert routes(chat) == ["rag_answer"]  # one call: no plan, no second read
     assert searcher.queries == [SINGLE]
     assert result.short_answer == "Seine" and result.stopped == "draft"
-    assert result.draft is not None and result.draft["decision"]["escalate"] is False
-    assert result.draft["short_answer"] == "Seine"
-    assert [c.id for c in result.citations] == [c["id"] for c in result.draft["citations"]]
+    assert result.draft is not None and result.draft.stands
+    assert result.draft.short_answer == "Seine"
+    assert [c.id for c in result.citations] == [c.id for c in result.draft.citations]
     assert result.citations and result.citations[0].title == "Seine"
     assert result.final_choice == {"source": "draft", "reason": "draft stands: supported"}
     assert result.citation_check["answered_as"] == "draft"
@@ -75,8 +75,7 @@ async def test_a_chain_goes_to_the_plan_and_the_question_is_searched_once(index)
     result = await agent_with(chat, [searcher], DRAFT).ask(QUESTION)
     assert routes(chat)[:2] == ["rag_answer", "decompose"]
     assert searcher.queries.count(QUESTION) == 1  # the draft's search serves the plan too
-    assert result.draft is not None
-    assert result.draft["decision"] == {
+    assert result.draft is not None and result.draft.to_json()["decision"] == {
         "escalate": True,
         "reason": "shape: chain",  # a scripted model sends no log-probabilities
         "policy": "fitted",
@@ -93,7 +92,7 @@ async def test_a_supported_chain_replaces_a_different_draft(index) -> None:
     # the draft reads the bridge, a span of its passages
     chat.routes["rag_answer"] = reader_by_question(**{"Which river flows": "Paris"})
     result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(QUESTION)
-    assert result.draft is not None and result.draft["short_answer"] == "Paris"
+    assert result.draft is not None and result.draft.short_answer == "Paris"
     assert result.short_answer == "the Seine"
     assert result.final_choice == {"source": "plan", "reason": "supported chain over one read"}
     answer_event = next(e for e in result.trace if e.kind == "answer")
@@ -125,7 +124,8 @@ async def test_the_router_setting_decides_on_a_single_fact(index, router, escala
     settings = PlannerSettings(router=router)
     result = await agent_with(chat, [KeywordSearcher(index)], settings).ask(SINGLE)
     assert result.draft is not None
-    assert result.draft["decision"]["escalate"] is escalates
+    assert result.draft is not None and result.draft.decision is not None
+    assert result.draft.decision.escalate is escalates
     assert ("decompose" in routes(chat)) is escalates
 
 
@@ -148,8 +148,12 @@ async def test_a_draft_that_cannot_be_written_hands_over_to_the_plan(index) -> N
 
     chat.routes["rag_answer"] = first_unparseable
     result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(SINGLE)
-    assert result.draft is not None and "error" in result.draft
-    assert result.draft["decision"]["escalate"] is True
+    assert result.draft is not None and result.draft.error and not result.draft.is_written
+    assert result.draft.decision is not None and result.draft.decision.escalate is True
+    assert result.draft.to_json() == {
+        "decision": result.draft.decision.to_json(),
+        "error": result.draft.error,
+    }
     assert "decompose" in routes(chat)
     assert result.final_choice is None and result.short_answer
 
@@ -177,19 +181,20 @@ def test_a_draft_settled_again_keeps_the_sentence_that_holds_it() -> None:
     span."""
     from agent.planner.answer import redraft
     from agent.planner.plan import Plan
+    from agent.results import Draft
     from agent.rules.question import Question
     from searchers.passages import Hit, Passage
 
     text = "The Seine is a river in France. The Seine flows through Paris on its way to the sea."
     hit = Hit(Passage("seine", "Seine", text), 3.0, "sparse").to_json()
-    draft = {
-        "short_answer": "Seine",
-        "written": "Seine",
-        "answer": "The Seine flows through Paris on its way to the sea [1].",
-        "sources": [{"n": 1, "id": "seine", "title": "Seine", "text": text, "shown": text}],
-        "hits": [hit],
-        "supported": True,
-    }
+    draft = Draft(
+        short_answer="Seine",
+        written="Seine",
+        answer="The Seine flows through Paris on its way to the sea [1].",
+        sources=[{"n": 1, "id": "seine", "title": "Seine", "text": text, "shown": text}],
+        hits=[hit],
+        supported=True,
+    )
     composed = redraft(Plan(question=Question.read(SINGLE)), draft)
     assert composed.short == "Seine"
     assert "flows through Paris" in composed.text and "[1]" in composed.text
@@ -202,3 +207,31 @@ def test_the_router_settings_make_the_policy() -> None:
     assert narrow.shapes == frozenset({"choice"}) and narrow.min_logprob == -0.5
     with pytest.raises(ValueError, match="router_shapes"):
         PlannerSettings(router_shapes=["single"])  # type: ignore[list-item]
+
+
+def test_a_draft_reads_back_from_the_state_and_from_what_a_surface_sent() -> None:
+    """The state keeps the whole draft (``to_record``); a surface sends the part a person sees
+    (``to_json``), and both read back (``from_json``) to the same draft as far as they hold it."""
+    from agent.results import Citation, Draft, DraftDecision
+
+    text = "The Seine flows through Paris."
+    draft = Draft(
+        short_answer="Seine",
+        answer="The Seine flows through Paris [1].",
+        citations=[Citation(1, "seine", "Seine", text)],
+        seconds=4.567,
+        signals={"shape": "single"},
+        decision=DraftDecision(False, "shape: single", "fitted"),
+        sources=[{"n": 1, "id": "seine", "title": "Seine", "text": text, "shown": text}],
+        citation_check={"sentences": 1},
+        supported=True,
+        written="the Seine",
+    )
+    assert Draft.from_json(draft.to_record()) == draft
+    public = draft.to_json()
+    assert list(public) == ["short_answer", "answer", "citations", "seconds", "signals", "decision"]
+    assert public["seconds"] == 4.57 and public["decision"]["escalate"] is False
+    seen = Draft.from_json(public)
+    assert seen.short_answer == "Seine" and seen.stands and seen.citations == draft.citations
+    assert seen.sources == [] and not seen.supported  # what a person is not sent
+    assert Draft.from_state({}) is None and Draft.from_state({"draft": draft.to_record()}) == draft

@@ -29,7 +29,7 @@ from agent.checks.short_answer import ShortAnswer, settle_short_answer
 from agent.planner.plan import Plan
 from agent.planner.state import PlannerRun, PlannerState
 from agent.planner.trace import emit
-from agent.results import Citation, ShownSource, answered_stop, shown_source
+from agent.results import Citation, Draft, ShownSource, answered_stop, shown_source
 from agent.settings import PlannerSettings
 from searchers.passages import HitRecord, focus_text
 from searchers.reader import ReaderReply, best_sentence, holding_sentence, read_short_answer
@@ -453,19 +453,19 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     started = time.monotonic()
     plan = Plan.from_json(state)
     mode = choose_mode(plan, run.planner)
-    draft = state.get("draft") or {}
+    draft = Draft.from_state(state)
     choice: FinalChoice | None = None
-    if draft.get("short_answer") is not None and not mode.resolved:
+    if draft is not None and draft.is_written and not mode.resolved:
         composed = redraft(plan, draft)
         kind: PlanKind = "comparison" if "comparison" in composed.report else "open"
         choice = final_choice(draft_candidate(draft), kind, Candidate(composed.short, True))
     else:
         composed = await compose(run, plan, mode, run.answer_scope())
-        if draft.get("short_answer") is not None:
+        if draft is not None and draft.is_written:
             kind = "comparison" if "comparison" in composed.report else "resolved"
             plan_answer = Candidate(composed.short, composed.grounded)
             choice = final_choice(draft_candidate(draft), kind, plan_answer)
-    if choice is not None and choice.source == "draft":
+    if draft is not None and choice is not None and choice.source == "draft":
         composed = redraft(plan, draft, settle=False)
     data = composed.event()
     if choice is not None:
@@ -483,29 +483,29 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     return update
 
 
-def draft_candidate(draft: dict[str, Any]) -> Candidate:
-    return Candidate(str(draft.get("short_answer", "")), bool(draft.get("supported")))
+def draft_candidate(draft: Draft) -> Candidate:
+    return Candidate(draft.short_answer or "", draft.supported)
 
 
-def redraft(plan: Plan, draft: dict[str, Any], *, settle: bool = True) -> Composed:
+def redraft(plan: Plan, draft: Draft, *, settle: bool = True) -> Composed:
     """The draft as an answer of this plan, with no call: as the draft step wrote it
     (``settle=False``), or settled again with the plan's supported findings, which computes a
     comparison the plan's findings answer ("A or B?" over both compared values)."""
-    shown: list[ShownSource] = list(draft.get("sources", []))
-    hits: list[HitRecord] = list(draft.get("hits", []))
-    mode = AnswerMode("draft", hits, plan.question.text, False, reader=True, step="draft")
+    shown = list(draft.sources)
+    question = plan.question.text
+    mode = AnswerMode("draft", list(draft.hits), question, False, reader=True, step="draft")
     if not settle:
         return Composed(
-            short=draft["short_answer"],
-            text=draft["answer"],
-            citations=[Citation.from_json(c) for c in draft.get("citations", [])],
+            short=draft.short_answer or "",
+            text=draft.answer,
+            citations=list(draft.citations),
             shown=shown,
             sources=mode.sources,
-            report={**draft.get("citation_check", {}), "answered_as": "draft"},
+            report={**draft.citation_check, "answered_as": "draft"},
             errors=[],
-            grounded=bool(draft.get("supported")),
+            grounded=draft.supported,
         )
-    short = str(draft.get("written", draft["short_answer"]))
+    short = draft.written
     # the draft is the reader's: its long answer is the shown sentence holding its span, as
     # ``_written`` makes it (the record keeps the short span, not that sentence)
     long = holding_sentence(short, [(s["n"], s["shown"]) for s in shown], plan.question.text) or ""

@@ -32,6 +32,7 @@ from agent.planner.routing import question_task
 from agent.planner.search_step import search
 from agent.planner.state import PlannerRun, PlannerState, question_of
 from agent.planner.trace import emit
+from agent.results import Draft, DraftDecision
 from agent.settings import PlannerSettings
 from searchers.searcher import BudgetExceeded
 
@@ -60,25 +61,23 @@ async def _question_searches(
     return searches, errors
 
 
-def draft_record(composed: Composed, seconds: float) -> dict[str, Any]:
-    """What the state keeps of the draft: enough to answer with it later without a call."""
-    return {
-        **composed.fields(),  # short_answer, answer, citations, sources, citation_check
-        "hits": composed.sources,
-        "supported": composed.grounded,
-        "written": composed.report.get("short_answer_written", composed.short),
-        "seconds": seconds,
-    }
-
-
-def public_draft(record: dict[str, Any]) -> dict[str, Any]:
-    """The draft as the person sees it (the ``draft`` event and ``AskResult.draft``): the
-    answer, its citations, when it came, and the router's signals and decision."""
-    keys = ("short_answer", "answer", "citations", "seconds", "signals", "decision", "error")
-    public = {key: record[key] for key in keys if key in record}
-    if "seconds" in public:
-        public["seconds"] = round(public["seconds"], 2)
-    return public
+def written_draft(
+    composed: Composed, seconds: float, signals: dict[str, Any], decision: DraftDecision
+) -> Draft:
+    """The draft the reader wrote: enough to answer with it later without a call."""
+    return Draft(
+        short_answer=composed.short,
+        answer=composed.text,
+        citations=list(composed.citations),
+        seconds=seconds,
+        signals=signals,
+        decision=decision,
+        hits=list(composed.sources),
+        sources=list(composed.shown),
+        citation_check=dict(composed.report),
+        supported=composed.grounded,
+        written=composed.report.get("short_answer_written", composed.short),
+    )
 
 
 async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, Any]:
@@ -104,26 +103,27 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
         return {**update, "draft": _no_draft(runtime, f"no draft: {exc}", started)}
     if composed.errors:  # the call failed and a fallback wrote it: not a draft to stand on
         return {**update, "draft": _no_draft(runtime, composed.errors[0], started)}
-    record = draft_record(composed, time.monotonic() - run.started)
+    seconds = time.monotonic() - run.started  # to the draft, as the person gets it
     texts = [SourceText(s["n"], s["title"], s["shown"]) for s in composed.shown]
+    written = composed.report.get("short_answer_written", composed.short)
     signals = draft_signals(
         question,
         composed.short,
         texts,
-        logprobs=answer_logprobs(composed.token_logprobs, record["written"]),
+        logprobs=answer_logprobs(composed.token_logprobs, written),
         top_score=float(hits[0]["score"]),
     )
     policy = router_policy(cfg)
     decision = decide(signals, policy)
-    record["signals"] = signals.as_dict()
-    record["decision"] = {
-        "escalate": decision.escalate,
-        "reason": decision.reason,
-        "policy": policy.name,
-    }
+    record = written_draft(
+        composed,
+        seconds,
+        signals.as_dict(),
+        DraftDecision(decision.escalate, decision.reason, policy.name),
+    )
     ms = (time.monotonic() - started) * 1000
-    emit(runtime, "draft", {**public_draft(record), "final": not decision.escalate}, 0, ms)
-    update["draft"] = record
+    emit(runtime, "draft", {**record.to_json(), "final": record.stands}, 0, ms)
+    update["draft"] = record.to_record()
     if decision.escalate:
         return update
     # the draft stands: it is the answer, and the run ends here (``routing.after_draft``)
@@ -143,7 +143,7 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
 def _no_draft(runtime: Runtime[PlannerRun], why: str, started: float) -> dict[str, Any]:
     """No draft could be written: the plan runs (the router is not asked), and the trace says
     why."""
-    record = {"error": why, "decision": {"escalate": True, "reason": why, "policy": "none"}}
+    record = Draft(error=why, decision=DraftDecision(True, why, "none"))
     ms = (time.monotonic() - started) * 1000
-    emit(runtime, "draft", {**public_draft(record), "final": False}, 0, ms)
-    return record
+    emit(runtime, "draft", {**record.to_json(), "final": False}, 0, ms)
+    return record.to_record()

@@ -17,6 +17,7 @@ from langgraph.types import Send
 
 from agent.planner.plan import QUESTION_SEARCH_ID, Plan
 from agent.planner.state import PlannerRun, PlannerState, SearchTask, SubQuery
+from agent.results import Draft
 
 ANSWER = "answer"
 DECOMPOSE = "decompose"
@@ -90,8 +91,8 @@ def after_decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[S
 def after_draft(state: PlannerState) -> str:
     """The plan, unless the draft stands (the router said so: ``agent.planner.draft``); with
     no draft (switched off, or it failed) the plan runs as it always did."""
-    decision = (state.get("draft") or {}).get("decision") or {}
-    return END if decision.get("escalate") is False else DECOMPOSE
+    draft = Draft.from_state(state)
+    return END if draft is not None and draft.stands else DECOMPOSE
 
 
 def after_verify(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[Send] | str:

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import Request
 from sse_starlette import ServerSentEvent
 
-from agent.results import AskResult, Citation, TraceEvent
+from agent.results import AskResult, Citation, Draft, TraceEvent
 from agent.rules.question import QuestionError, clean_question
 from agent.serve.errors import NO_RETRY, ApiError
 from agent.serve.limits import deadline_grace_s
@@ -220,7 +220,7 @@ def result_from_json(data: dict[str, Any]) -> AskResult:
         citation_check=dict(data.get("citation_check") or {}),
         degraded=bool(data.get("degraded", False)),
         degraded_reasons=list(data.get("degraded_reasons", [])),
-        draft=data.get("draft"),
+        draft=Draft.from_json(data["draft"]) if data.get("draft") else None,
         final_choice=data.get("final_choice"),
         first_answer_s=data.get("first_answer_s"),
     )
