@@ -106,6 +106,11 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "were made interleaved in one session (a few questions of each pipeline in turn), so "
         "seconds compare within a slice.",
         "",
+        "The plumbing check (`peer-standard`, FlashRAG's one call, against hoptree's `bm25` on the "
+        "same retrieval) is taken apart in `peer-plumbing.md` (`benchmarks/peer_plumbing.py`): "
+        "FlashRAG's prompt sent through hoptree's own client gets the peer's recorded reply, so "
+        "server, sampling and retrieval are the same; a gap between the two is their prompts'.",
+        "",
     ]
     if not data:
         return "\n".join([*lines, "No peer run has rows yet.", ""])
