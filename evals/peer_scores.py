@@ -70,6 +70,8 @@ def pair(
         "median_calls": _median([float(r["llm_calls"]) for r in peer_rows]),
         "median_prompt_tokens": _median([float(r["prompt_tokens"]) for r in peer_rows]),
         "errors": sum(1 for r in peer_rows if r.get("error")),
+        # questions the peer answered without searching once (the plumbing line has no "peer")
+        "no_search": sum(1 for r in peer_rows if "peer" in r and not r["peer"].get("queries")),
     }
 
 
@@ -104,7 +106,9 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "(`draft-first`) minus the peer, in F1 points, on the questions both answered, with the "
         "paired 95% bootstrap interval; W/L are hoptree's wins and losses. The runs of a slice "
         "were made interleaved in one session (a few questions of each pipeline in turn), so "
-        "seconds compare within a slice.",
+        "seconds compare within a slice. *No search*: the questions the peer answered without one "
+        "search (LangChain's ReAct agent on this model: it answers without calling its tool, "
+        "or writes the call as text that the server does not parse as one).",
         "",
         "The plumbing check (`peer-standard`, FlashRAG's one call, against hoptree's `bm25` on the "
         "same retrieval) is taken apart in `peer-plumbing.md` (`benchmarks/peer_plumbing.py`): "
@@ -127,8 +131,8 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
             ]
         lines += [
             "| peer | n | peer F1 | peer EM | hoptree F1 | Δ [95% CI] | W/L | median s "
-            "(peer / hoptree) | median calls | median prompt tokens | errors |",
-            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|",
+            "(peer / hoptree) | median calls | median prompt tokens | no search | errors |",
+            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
         ]
         for name, r in entry.items():
             if name == "plumbing":
@@ -137,7 +141,8 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
                 f"| {name} | {r['n']} | {r['f1']:.1f} | {r['em']:.1f} | {r['hoptree_f1']:.1f} "
                 f"| {r['delta']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] "
                 f"| {r['wins']}/{r['losses']} | {r['median_s']} / {r['hoptree_median_s']} "
-                f"| {r['median_calls']} | {r['median_prompt_tokens']} | {r['errors']} |"
+                f"| {r['median_calls']} | {r['median_prompt_tokens']} | {r.get('no_search', 0)} "
+                f"| {r['errors']} |"
             )
         lines.append("")
     return "\n".join(lines)
