@@ -42,15 +42,15 @@ def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_p
         folder / "draft-first",
         [row(f"q{i}", f, 20.0) for i, f in enumerate([1, 0, 1, 0.5])] + [row("q9", 1.0)],
     )
-    write_run(
-        folder / "peer-ircot",
-        [
-            row("q3", 0.5, 30.0, 5),
-            row("q2", 0.0, 30.0, 5),
-            row("q1", 1.0, 40.0, 3),
-            row("q0", 0.0, 50.0, 5),
-        ],
-    )
+    peer_rows = [
+        row("q3", 0.5, 30.0, 5),
+        row("q2", 0.0, 30.0, 5),
+        row("q1", 1.0, 40.0, 3),
+        row("q0", 0.0, 50.0, 5),
+    ]
+    for r in peer_rows:  # what the peer searched for; q0 was answered without a search
+        r["peer"] = {"queries": [] if r["id"] == "q0" else ["a query"]}
+    write_run(folder / "peer-ircot", peer_rows)
     data = peer_scores(tmp_path)
     ircot = data["hotpotqa_b"]["peer-ircot"]
     assert ircot["n"] == 4
@@ -59,6 +59,7 @@ def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_p
     assert ircot["ci_low"] <= 25.0 <= ircot["ci_high"]
     assert ircot["median_s"] == 35.0 and ircot["hoptree_median_s"] == 20.0
     assert ircot["median_calls"] == 5 and ircot["median_prompt_tokens"] == 500
+    assert ircot["no_search"] == 1
     assert "plumbing" not in data["hotpotqa_b"]  # no peer-standard, no bm25
     assert set(data) == {"hotpotqa_b"}  # slices without a folder are left out, not zero
     assert "peer-ircot" in peers_markdown(data)
