@@ -161,6 +161,11 @@ async def replay(settings: Settings, done: Mapping[tuple[str, str], dict[str, An
             )
 
 
+def dataset_of(key: str) -> str:
+    """``fresh/hotpotqa`` and ``hotpotqa_b`` are both HotpotQA."""
+    return key.removeprefix("fresh/").removesuffix("_b")
+
+
 def report(rows: Sequence[Mapping[str, Any]]) -> str:
     def score(r: Mapping[str, Any], name: str) -> float:
         return answer_scores(str(r[name]), r["answers"])["f1"]
@@ -200,6 +205,17 @@ def report(rows: Sequence[Mapping[str, Any]]) -> str:
             else format_gain_wl(paired_diff(f1[name], f1[next(iter(cells))]))
         )
         lines.append(f"| {name} | {mean:.1f} | {diff} |")
+    lines += [
+        "",
+        "By dataset (a report slice and its fresh slice together), F1 of each reading:",
+        "",
+        "| dataset | n | " + " | ".join(cells) + " |",
+        "|---|---:|" + "---:|" * len(cells),
+    ]
+    for dataset in sorted({dataset_of(r["slice"]) for r in rows}):
+        ids = [i for i, r in by_id.items() if dataset_of(r["slice"]) == dataset]
+        means = [100 * sum(f1[name][i] for i in ids) / len(ids) for name in cells]
+        lines.append(f"| {dataset} | {len(ids)} | " + " | ".join(f"{m:.1f}" for m in means) + " |")
     prompt = paired_diff(f1["FlashRAG prompt, windows"], f1[next(iter(cells))])
     passages = paired_diff(f1["hoptree prompt, whole"], f1[next(iter(cells))])
     lines += [

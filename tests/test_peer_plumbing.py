@@ -29,6 +29,8 @@ def test_the_report_pairs_every_reading_with_the_one_call_row() -> None:
     assert "| hoptree prompt, windows (the `bm25` row) | 100.0 |  |" in text
     assert "| FlashRAG prompt, windows | 33.3 | -66.7" in text and "0/2" in text
     assert "| hoptree prompt, whole | 66.7 | -33.3" in text
+    assert "| s | 3 | 100.0 | 66.7 | 33.3 |" in text  # the by-dataset table
+    assert pp.dataset_of("fresh/hotpotqa") == pp.dataset_of("hotpotqa_b") == "hotpotqa"
 
 
 def test_a_reply_that_differs_from_the_peers_is_counted() -> None:
