@@ -1,7 +1,7 @@
 """Answering from the model's own knowledge: the ``no-retrieval`` baseline of the evaluations
 (``evals.pipelines``), and the smoke test of the chat path (prompt file -> schema-enforced JSON
--> parsed object) in ``tests/test_local_model.py``. It lives in ``evals``, its one user in the
-product, rather than in ``agent``, which answers only through the planner."""
+-> parsed object) in ``tests/agent/runtime/test_local_model.py``. It lives in ``evals``, its
+one user in the product, rather than in ``agent``, which answers only through the planner."""
 
 from __future__ import annotations
 

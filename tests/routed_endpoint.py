@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from tests.loopback_http import send_json, serving
 from tests.routed_chat import RoutedChatModel
-from tests.test_truncated_replies import completion
+from tests.searchers.test_truncated_replies import completion
 
 _ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
