@@ -16,7 +16,13 @@ reader of an open plan, and how often the gold answer is in it:
 text; yes/no questions left out). A reading that shows the answer no more often than the draft
 cannot read better on average; the column *draft F1* is what the open plans answered.
 
+With ``--read SLICE ...`` it also asks the model, one reader call a reading (``rag_answer``, as
+the draft reads, LLM cache off): the reader over the draft's five (the control: the draft's own
+reading, re-asked) and over the draft's five plus the hops' best, paired per open plan; rows go
+to ``open-plan-reads.jsonl`` (resumable) and the table to the report.
+
     python benchmarks/open_plan_inputs.py   # writes benchmarks/results/open-plan-inputs.md
+    HOPTREE_LLM__CACHE=false python benchmarks/open_plan_inputs.py --read hotpotqa_b musique
 """
 
 from __future__ import annotations
@@ -64,6 +70,13 @@ def hop_texts(
         if ids and ids[0] not in out:
             out[ids[0]] = focus_text(passages[ids[0]]["text"], HOP_CHARS, query.get("query"))
     return list(out.items())
+
+
+def titled_hops(
+    row: Mapping[str, Any], passages: Mapping[str, Mapping[str, str]]
+) -> list[tuple[str, str, str]]:
+    """``hop_texts`` with each passage's title."""
+    return [(i, passages[i]["title"], text) for i, text in hop_texts(row, passages)]
 
 
 def shown(
@@ -124,6 +137,97 @@ def _passages(ids: set[str]) -> dict[str, dict[str, str]]:
     return found
 
 
+READS = ROOT / "benchmarks" / "results" / "open-plan-reads.jsonl"
+
+
+def numbered(draft: Sequence[Mapping[str, Any]], hops: Sequence[tuple[str, str, str]]) -> str:
+    """The reader's passages: the draft's as shown, then each hop's best it did not show."""
+    seen = {h["id"] for h in draft}
+    items = [(str(h["title"]), str(h["shown"])) for h in draft]
+    items += [(title, text) for i, title, text in hops if i not in seen]
+    return "\n".join(f"[{n}] {title}: {text}" for n, (title, text) in enumerate(items, 1))
+
+
+async def _read_all(
+    todo: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[tuple[str, str, str]]]],
+) -> None:
+    import asyncio
+
+    from agent.runtime.chat_models import build_chat_model
+    from agent.settings import Settings
+    from evals.metrics import answer_scores
+    from searchers.reader import read_short_answer
+    from searchers.searcher import RunScope
+
+    done = set()
+    if READS.is_file():
+        done = {(r["slice"], r["id"]) for r in map(json.loads, READS.read_text().splitlines())}
+    todo = [t for t in todo if (t[0], t[1]["id"]) not in done]
+    with build_chat_model(Settings(), cache=False) as handle, READS.open("a") as sink:
+
+        async def one(item: Any) -> None:
+            key, row, draft, hops = item
+            out = {
+                "slice": key,
+                "id": row["id"],
+                "answers": row["answers"],
+                "final": row["prediction"],
+            }
+            for name, passages in (("draft", numbered(draft, [])), ("both", numbered(draft, hops))):
+                scope = RunScope(max_llm_calls=1, deadline_s=600, llm_timeout_s=600)
+                reply = await read_short_answer(
+                    handle.model, row["question"], passages, scope=scope, step="rag_answer"
+                )
+                answer = "" if reply.value is None else " ".join(reply.value.answer.split())
+                out[name] = answer
+                out[f"{name}_f1"] = answer_scores(answer, row["answers"])["f1"]
+            out["final_f1"] = float(row["f1"])
+            sink.write(json.dumps(out) + "\n")
+            sink.flush()
+            print(
+                f"{key} {row['id'][:12]} final {out['final_f1']:.2f} "
+                f"draft {out['draft_f1']:.2f} both {out['both_f1']:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        for start in range(0, len(todo), 2):  # two at once: the server's two slots
+            await asyncio.gather(*(one(t) for t in todo[start : start + 2]))
+
+
+def reads_table() -> list[str]:
+    """Paired: both readings against the recorded final answer (the draft), per slice."""
+    from evals.paired import format_gain_wl, paired_diff
+
+    if not READS.is_file():
+        return []
+    rows = [json.loads(line) for line in READS.read_text().splitlines()]
+    lines = [
+        "",
+        "On the model (one reader call a reading, LLM cache off; `open-plan-reads.jsonl`): F1 of "
+        "the recorded final answer (the draft), the reader re-asked over the draft's five, and "
+        "over the draft's five plus the hops' best; the difference is both minus the re-asked "
+        "draft.",
+        "",
+        "| slice | n | final (draft) | re-asked draft | draft + hops "
+        "| draft + hops minus re-asked [95% CI] W/L |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for key in [*dict.fromkeys(r["slice"] for r in rows), "pooled"]:
+        part = [r for r in rows if key in ("pooled", r["slice"])]
+        ids = {f"{r['slice']}|{r['id']}": r for r in part}
+        both = {i: r["both_f1"] for i, r in ids.items()}
+        draft = {i: r["draft_f1"] for i, r in ids.items()}
+        final, drafted, read = (
+            100 * sum(r[k] for r in part) / len(part) for k in ("final_f1", "draft_f1", "both_f1")
+        )
+        lines.append(
+            f"| {key} | {len(part)} | {final:.1f} | {drafted:.1f} | "
+            f"{read:.1f} | {format_gain_wl(paired_diff(both, draft))} |"
+        )
+    return lines
+
+
 def main() -> int:
     drafts: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for line in DRAFT_PASSAGES.read_text(encoding="utf-8").splitlines():
@@ -138,6 +242,18 @@ def main() -> int:
         for i in q.get("passage_ids", [])[:1]
     }
     passages = _passages(wanted)
+    reading = "--read" in sys.argv
+    if reading:
+        import asyncio
+
+        slices = sys.argv[sys.argv.index("--read") + 1 :]
+        todo = [
+            (key, r, drafts[(key, r["id"])], titled_hops(r, passages))
+            for key in slices
+            for r in runs[key]
+            if (key, r["id"]) in drafts
+        ]
+        asyncio.run(_read_all(todo))
     lines = [
         "# When the plan ends open: what its hops found that the draft did not show",
         "",
@@ -159,6 +275,7 @@ def main() -> int:
         pooled += items
         lines.append(_line(key, tally(items)))
     lines.append(_line("pooled", tally(pooled)))
+    lines += reads_table()
     lines.append("")
     text = "\n".join(lines)
     OUT.write_text(text, encoding="utf-8")

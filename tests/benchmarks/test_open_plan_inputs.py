@@ -48,3 +48,12 @@ def test_each_hops_best_passage_is_shown_once_and_added_to_the_draft() -> None:
 def test_yes_no_questions_are_left_out_of_answer_shown() -> None:
     t = op.tally([(_row("yes"), [], [])])
     assert t["draft"] is None and t["n"] == 1
+
+
+def test_the_reader_is_shown_the_draft_then_each_hop_it_did_not_show() -> None:
+    draft = [{"id": "band", "title": "Tinted Windows", "shown": "An American band."}]
+    hops = [("band", "Tinted Windows", "again"), ("tulsa", "Cain's Ballroom", "A venue in Tulsa.")]
+    assert op.numbered(draft, hops) == (
+        "[1] Tinted Windows: An American band.\n[2] Cain's Ballroom: A venue in Tulsa."
+    )
+    assert op.numbered(draft, []) == "[1] Tinted Windows: An American band."
