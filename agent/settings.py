@@ -190,7 +190,7 @@ class BudgetSettings(BaseModel):
         12, ge=1, le=10000, description="hard cap, searchers' calls and the answer included"
     )
     deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0)
-    # one search's: stand-alone (in a plan: the planner's search_max_llm_calls) / any search
+    # one search's: stand-alone (in a plan: the planner's search.max_llm_calls) / any search
     searcher_max_llm_calls: int = Field(DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000)
     searcher_deadline_s: float = Field(DEFAULT_SEARCH_DEADLINE_S, gt=0)
 
@@ -258,9 +258,62 @@ class SearcherSettings(BaseModel):
         }
 
 
+class PlannerSearch(BaseModel):
+    """How far each search inside the planner may go (``SearchLoop``; ``SearcherContext.within``
+    narrows every searcher of the planner to it, built-in or plugin): the atomic query as written
+    first, a call only when that fails the coverage check. The planner's rounds are the outer
+    loop; a stand-alone search's whole loop under every atomic query would multiply the cost."""
+
+    model_config = {"extra": "forbid"}
+
+    max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
+    max_refinements: int = Field(1, ge=0, le=500, description="sparse feedback queries")
+    max_rewrites: int = Field(1, ge=1, le=20, description="HyDE passages per search")
+    max_llm_calls: int = Field(1, ge=1, le=1000, description="LLM calls per search")
+
+    def loop(self) -> SearchLoop:
+        return SearchLoop(
+            max_llm_calls=self.max_llm_calls,
+            max_depth=self.max_depth,
+            max_refinements=self.max_refinements,
+            max_rewrites=self.max_rewrites,
+        )
+
+
+RouterPolicy = Literal["always", "never", "fitted"]
+PlannedShape = Literal["chain", "comparison", "choice"]
+
+
+class RouterSettings(BaseModel):
+    """Whether the planner runs after the draft (``agent.checks.escalation.decide``; the fit is
+    in ``benchmarks/results/router.md``). A bare policy name is read as the policy alone
+    (``HOPTREE_PLANNER__ROUTER=never``)."""
+
+    model_config = {"extra": "forbid", "frozen": True}
+
+    policy: RouterPolicy = Field(
+        "fitted",
+        description="always = plan every question; never = the draft is the answer; fitted = "
+        "plan the shapes whatever the draft, and any other question whose draft is unsure",
+    )
+    shapes: tuple[PlannedShape, ...] = Field(
+        ("chain", "comparison", "choice"),
+        description="the question shapes the fitted router plans whatever the draft: a chain "
+        "(a description to resolve first, a family relation), a comparison, a choice between "
+        "two names; () plans only unsure drafts",
+    )
+    min_logprob: float | None = Field(
+        -1.0,
+        le=0,
+        description="the fitted router also plans when the draft answer's least likely token "
+        "has a log-probability below this (a server without log-probabilities: never); "
+        "None: off",
+    )
+
+
 class PlannerSettings(BaseModel):
-    """The high-level searcher: which low-level searchers it fans out to and how much text each
-    step may read (prompt tokens are the local model's main cost)."""
+    """The high-level searcher: which low-level searchers it fans out to, how much text each
+    step may read (prompt tokens are the local model's main cost), and which of its steps run."""
 
     model_config = {"extra": "forbid"}
 
@@ -279,77 +332,29 @@ class PlannerSettings(BaseModel):
     passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
     findings_call: Literal["batched", "reader"] = Field(
         "reader",
-        description="batched = one JSON call a round for all its queries; reader = one "
-        "one-call-RAG reader call per query (more calls, far shorter replies)",
+        description="batched = one JSON call a round for all its queries (LevelRAG's, in "
+        "`full`); reader = one one-call-RAG reader call per query (far shorter replies)",
     )
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
     )
-    # Inside the planner each search is lighter than a stand-alone `hoptree search`: it tries
-    # the atomic query as written first and spends a call only when that fails the coverage
-    # check; the planner's rounds are the outer refinement loop, and nesting the full
-    # 27-refinement BFS under every atomic query multiplies the cost on a local model. These
-    # four are the one home of that loop (``search_loop``): every searcher of the planner,
-    # built-in or plugin, is narrowed to it through its context (``SearcherContext.within``).
-    search_max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
-    search_max_refinements: int = Field(1, ge=0, le=500, description="sparse feedback queries")
-    search_max_rewrites: int = Field(1, ge=1, le=20, description="HyDE passages per search")
-    search_max_llm_calls: int = Field(1, ge=1, le=1000, description="LLM calls per search")
+    search: PlannerSearch = Field(default_factory=PlannerSearch)
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")
     summarize: bool = Field(True, description="False: the answer reads the fused passages")
     supplement: bool = Field(
         False, description="True: follow-up rounds for queries still open (LevelRAG's supplement)"
     )
-    relation_plans: bool = Field(
-        True,
-        description="plan a family relation with one reading ('maternal grandfather' = mother, "
-        "then her father) by rule, without the decompose call",
-    )
-    residual_hop: bool = Field(
-        True,
-        description="a description the plan resolves but no later query builds on: the "
-        "question, with it replaced by #n, is added as the last hop",
-    )
-    # One-call RAG stays the fallback: the question is also searched as written (no LLM call),
-    # and a plan that does not resolve answers from those passages after its findings' own.
-    question_search: bool = Field(
-        True, description="search the question as written too; an open plan's answer reads it"
-    )
-
     draft: bool = Field(
         True,
         description="answer with one-call RAG over the question's own hits first (the draft, "
         "one call); False: the planner runs from the start, as LevelRAG's does",
     )
-    router: Literal["always", "never", "fitted"] = Field(
-        "fitted",
-        description="after the draft: always = plan every question; never = the draft is the "
-        "answer; fitted = plan the router_shapes whatever the draft, and any other question "
-        "whose draft is unsure (router_min_logprob; benchmarks/results/router.md)",
-    )
-    router_shapes: list[Literal["chain", "comparison", "choice"]] = Field(
-        default_factory=lambda: ["chain", "comparison", "choice"],
-        description="the question shapes the fitted router plans whatever the draft: a chain "
-        "(a description to resolve first, a family relation), a comparison, a choice between "
-        "two names; [] plans only unsure drafts (the default before the report slices)",
-    )
-    router_min_logprob: float | None = Field(
-        -1.0,
-        le=0,
-        description="the fitted router also plans when the draft answer's least likely token "
-        "has a log-probability below this (a server without log-probabilities: never); "
-        "None: off",
-    )
+    router: Annotated[RouterSettings, NoDecode] = Field(default_factory=RouterSettings)
 
     def search_loop(self) -> SearchLoop:
         """The loop every searcher of the planner runs each search in."""
-        return SearchLoop(
-            max_llm_calls=self.search_max_llm_calls,
-            max_depth=self.search_max_depth,
-            max_refinements=self.search_max_refinements,
-            max_rewrites=self.search_max_rewrites,
-        )
+        return self.search.loop()
 
     @field_validator("searchers", mode="before")
     @classmethod
@@ -358,6 +363,15 @@ class PlannerSettings(BaseModel):
         default, the same as not setting it."""
         value = comma_separated(value)
         return value or None
+
+    @field_validator("router", mode="before")
+    @classmethod
+    def _router_policy(cls, value: Any) -> Any:
+        """A bare policy name (``never``) or a JSON object of the router's fields."""
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("{") else {"policy": text}
+        return value
 
 
 class ServerSettings(BaseModel):

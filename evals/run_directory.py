@@ -78,15 +78,30 @@ RETIRED_PLANNER_VALUES: dict[str, Any] = {
     "planner.chain_answer": True,
     "planner.nameless_open": True,
     "planner.open_plan_answer": "one_call",
+    "planner.relation_plans": True,
+    "planner.residual_hop": True,
+    "planner.question_search": True,
 }
+
+# a section of PlannerSettings recorded under the flat names it had before it was one (issue
+# 64), so a run recorded then resumes as the same measurement: ``search.max_depth`` is
+# ``search_max_depth``, the router's ``policy`` is ``router``
+_SECTION_KEYS = {("router", "policy"): "router"}
+
+
+def _flat(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or key == "searchers":
+        return {key: value}
+    return {_SECTION_KEYS.get((key, sub), f"{key}_{sub}"): inner for sub, inner in value.items()}
 
 
 def _planner_values(planner: PlannerSettings, budgets: BudgetSettings) -> dict[str, Any]:
     values = {
-        f"{name}.{key}": value
+        f"{name}.{flat}": inner
         for name, current in (("planner", planner), ("budgets", budgets))
         for key, value in current.model_dump(mode="json").items()
         if key not in PIPELINE_PLANNER_FIELDS
+        for flat, inner in _flat(key, value).items()
     }
     return {**values, **RETIRED_PLANNER_VALUES}
 

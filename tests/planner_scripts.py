@@ -88,13 +88,6 @@ def user_text(messages: list[BaseMessage]) -> str:
     return str(messages[-1].content)
 
 
-# an open plan read along its chain: the answer step when the question is not searched as
-# written (once also the default's, the removed ``open_plan_answer="chain"``)
-CHAIN = PlannerSettings(
-    draft=False, supplement=True, findings_call="batched", question_search=False
-)
-
-
 def agent_with(chat, searchers, planner: PlannerSettings | None = None, **budgets) -> HoptreeAgent:
     return HoptreeAgent(
         chat,

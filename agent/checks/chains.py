@@ -114,25 +114,6 @@ def _one_chain(hops: Sequence[Hop]) -> tuple[Hop, list[Hop]] | None:
     return end, [by_id[i] for i in sorted(links, key=[h.id for h in planned].index)]
 
 
-def open_end(hops: Sequence[Hop]) -> Hop | None:
-    """The last hop of a chain that resolved up to it and no further, or None.
-
-    Measured on MuSiQue tuning questions: with "performer of Country Man" found (Luke Bryan)
-    and "who sings Home Alone Tonight with Luke Bryan" unanswered by the findings step, the
-    reader answered the bridge, "Luke Bryan", although the passage naming the duet partner was
-    in its context. The answer step tells the reader which step is still open."""
-    chain = _one_chain(hops)
-    if chain is None:
-        return None
-    end, links = chain
-    if _standing(end, hops) is not None:
-        return None
-    for link in links:
-        if link.id != end.id and _standing(link, hops) is None:
-            return None
-    return end
-
-
 def chain_end(hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     """The finding at the end of a resolved chain, or None.
 

@@ -6,7 +6,7 @@ questions and not on others: on the HotpotQA tuning slice it scored below the dr
 one it doubled it (``benchmarks/results/router.md``). This module is the router between the two,
 from signals that exist right after the draft and cost no call, and the rule that picks the final
 answer when the plan ran. Pure functions: no I/O, no model; the planner, ``hoptree_agent`` and
-``benchmarks/router_fit.py`` all read the same rules.
+the router's replays (``benchmarks/router_agreement.py``) all read the same rules.
 
 The anchors:
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from agent.checks.chains import same_answer
@@ -40,20 +40,12 @@ from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.evidence import restates
 from agent.rules.question import Question
 from agent.rules.shape import Shape
-from agent.settings import PlannerSettings
+from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
 from searchers.verification import NO_ANSWER, YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
 ROUTE_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice", "single")
-# The router's defaults are PlannerSettings' (``router``, ``router_shapes``,
-# ``router_min_logprob``), the one place they are written; ``Policy`` reads them from there.
-_SETTINGS = PlannerSettings.model_fields
-# the shapes the fitted router plans whatever the draft (``Policy``)
-PLANNED_SHAPES: tuple[RouteShape, ...] = tuple(
-    _SETTINGS["router_shapes"].get_default(call_default_factory=True)
-)
-
 # the question's shapes (agent.rules.shape.Shape) as the router groups them
 _FROM_SHAPE: dict[Shape, RouteShape] = {
     "composition": "chain",
@@ -169,41 +161,20 @@ def draft_signals(
 
 # --------------------------------------------------------------------------- the decision
 
-PolicyName = Literal["always", "never", "fitted"]
-POLICIES: tuple[PolicyName, ...] = ("always", "never", "fitted")
-
-
-@dataclass(frozen=True)
-class Policy:
-    """The router's setting. ``always`` and ``never`` ignore the signals. ``fitted`` escalates a
-    question of one of ``shapes`` whatever its draft, and one whose draft's least likely answer
-    token has a log-probability below ``min_logprob`` (when the server returned them).
-
-    The defaults are the rule with the best F1 on the 80 tuning questions' real drafts
-    (``benchmarks/router_fit.py``, "log-probability floor"): plan every chain, comparison and
-    choice between two names, and a single fact only when its draft is unsure (a token below
-    -1.0). Against today's planner it scored +5.8 F1 [+1.3, +11.1] pooled (+9.0, +4.7, +2.5 on
-    HotpotQA, MuSiQue, 2Wiki), where planning only comparisons, choices and unsure drafts scored
-    +3.2 [-3.0, +9.7]. That narrower rule was the default first, chosen for seconds priced at
-    the recorded planner's (~110 s a plan); it let confident wrong drafts of chains stand on
-    the report slices (MuSiQue -5.2, 2Wiki -16.7 on its first 42 questions), and a plan after a
-    draft costs ~45 s there, not 110 (it reuses the draft's searches; an open plan keeps the
-    draft). Escalating weak drafts too was measured and not adopted: the draft's support check
-    says little (the 1.5B reader nearly always writes a span of its passages)."""
-
-    name: PolicyName = _SETTINGS["router"].default
-    shapes: frozenset[RouteShape] = field(default_factory=lambda: frozenset(PLANNED_SHAPES))
-    min_logprob: float | None = _SETTINGS["router_min_logprob"].default
-
-    def __post_init__(self) -> None:
-        if self.name not in POLICIES:
-            raise ValueError(f"unknown router policy {self.name!r}; expected one of {POLICIES}")
-        unknown = set(self.shapes) - set(ROUTE_SHAPES)
-        if unknown:
-            raise ValueError(f"unknown route shapes {sorted(unknown)}")
-
-
-FITTED = Policy()
+# The router's setting is ``RouterSettings`` (``PlannerSettings.router``): ``always`` and
+# ``never`` ignore the signals; ``fitted`` escalates a question of one of its ``shapes`` whatever
+# its draft, and one whose draft's least likely answer token has a log-probability below
+# ``min_logprob`` (when the server returned them).
+#
+# The defaults are the rule with the best F1 on the 80 tuning questions' real drafts
+# (``benchmarks/results/router.md``, "log-probability floor"): plan every chain, comparison and
+# choice between two names, and a single fact only when its draft is unsure (a token below
+# -1.0). Against the planner of the time it scored +5.8 F1 [+1.3, +11.1] pooled (+9.0, +4.7, +2.5
+# on HotpotQA, MuSiQue, 2Wiki), where planning only comparisons, choices and unsure drafts scored
+# +3.2 [-3.0, +9.7]; that narrower rule let confident wrong drafts of chains stand on the report
+# slices (MuSiQue -5.2, 2Wiki -16.7 on its first 42 questions). Escalating weak drafts too was
+# measured and not adopted: the 1.5B reader nearly always writes a span of its passages.
+FITTED = RouterSettings()
 
 
 @dataclass(frozen=True)
@@ -212,12 +183,12 @@ class Decision:
     reason: str  # for the trace: which condition decided
 
 
-def decide(signals: Signals, policy: Policy = FITTED) -> Decision:
+def decide(signals: Signals, policy: RouterSettings = FITTED) -> Decision:
     """Whether the planner runs after the draft, and why (module doc; the fit is in
     ``benchmarks/results/router.md``)."""
-    if policy.name == "always":
+    if policy.policy == "always":
         return Decision(True, "policy: always plan")
-    if policy.name == "never":
+    if policy.policy == "never":
         return Decision(False, "policy: never plan")
     if signals.shape in policy.shapes:
         return Decision(True, f"shape: {signals.shape}")

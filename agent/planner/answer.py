@@ -7,8 +7,8 @@ cited passage becomes a ``Citation``; none of that costs a call.
 
 How the plan is answered is chosen once, from its status (``choose_mode``): a resolved plan
 reads its findings' passages with notes and follows its chain; an open one is read as one-call
-RAG reads the question, or from its hops, or along its chain; with the findings step ablated
-the fused passages are all there is. The steps after that only read the chosen ``AnswerMode``."""
+RAG reads the question; with the findings step ablated the fused passages are all there is. The
+steps after that only read the chosen ``AnswerMode``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.chains import open_end
 from agent.checks.citations import CitationCheck, SourceText, check_citations
 from agent.checks.escalation import Candidate, FinalChoice, PlanKind, final_choice
 from agent.checks.evidence import Finding, select_evidence
@@ -91,37 +90,14 @@ def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[Hit
 
 def _reader_sources(plan: Plan, cfg: PlannerSettings) -> list[HitRecord] | None:
     """An open plan's passages when one-call RAG's reader answers it: the question's own first
-    hits (one-call RAG's context), up to ``answer_sources``. None when the question was not
-    searched as written (the plan's own passages are all there is). Measured on the tuning
+    hits (one-call RAG's context), up to ``answer_sources``; None when the question's search
+    found nothing (the plan's own passages are all there is). Measured on the tuning
     questions 1-30 of HotpotQA and MuSiQue against reading the plan's chain with its notes:
     +3.1 F1 over the 60 (docs/architecture.md)."""
-    if not cfg.question_search:
-        return None
     hits = plan.question_hits(cfg.k)
     shown = {hit.id: hit.to_json() for hit in hits}
     ids = list(dict.fromkeys(hit.id for hit in hits))[: cfg.answer_sources]
     return [shown[pid] for pid in ids] or None
-
-
-def open_step(plan: Plan) -> str | None:
-    """The chain's last query, as it asks for what is still missing, when every earlier hop
-    has a supported finding and the last has none (``agent.checks.chains.open_end``). A hop
-    that resolved only after the last query was sent left its words in brackets there
-    ("spouse of (actor who voices Batman)"); they are replaced by its finding. A plan with
-    hops never searched (held back behind a hop that found nothing) has no such step: its last
-    searched query is not the chain's last."""
-    if plan.waiting:
-        return None
-    end = open_end(plan.hops())
-    if end is None:
-        return None
-    subs = plan.sub_queries
-    query = subs[end.id]["query"]
-    for need in end.needs:
-        found = plan.answer_of(need)
-        if found and need in subs:
-            query = query.replace(f"({subs[need]['query']})", found)
-    return query
 
 
 @dataclass(frozen=True)
@@ -129,9 +105,10 @@ class AnswerMode:
     """How one plan is answered, chosen once from its status (``choose_mode``).
 
     ``name``: "resolved" (every query answered: its findings' passages, notes, the chain
-    followed), "chain" (an open plan read along its chain, notes and all, when the question was
-    not searched as written), "one_call" (an open plan read as one-call RAG reads the question,
-    ``reader``), "passages" (the findings step ablated).
+    followed), "one_call" (an open plan read as one-call RAG reads the question, ``reader``),
+    "open" (an open plan with no hits of the question's own: the plan is the question itself,
+    or its search found nothing; the plan's passages, notes and all), "passages" (the findings
+    step ablated).
     ``planned``: the answer reads the findings as notes and follows the chain."""
 
     name: str
@@ -147,8 +124,8 @@ class AnswerMode:
 
 def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
     """The answer's mode from the plan's status and the settings: a resolved plan
-    (``Plan.resolved``) reads its findings' passages; an open plan is read as one-call RAG when
-    the question was searched as written, else along its chain."""
+    (``Plan.resolved``) reads its findings' passages; an open plan is read as one-call RAG reads
+    the question, over the question's own hits, or else over the plan's passages with notes."""
     if not cfg.summarize:  # LevelRAG's no-summarize ablation: no findings, no chain
         return AnswerMode("passages", _fused_sources(plan, cfg, narrow=False), plan.focus(), False)
     # reported beside plan_resolved: the queries that kept a plan that found everything open
@@ -164,20 +141,11 @@ def choose_mode(plan: Plan, cfg: PlannerSettings) -> AnswerMode:
             nameless=shown_nameless,
         )  # fmt: skip
     sources = _fused_sources(plan, cfg, narrow=False)
-    return AnswerMode("chain", sources, plan.focus(), True, nameless=shown_nameless)
+    return AnswerMode("open", sources, plan.focus(), True, nameless=shown_nameless)
 
 
 def _fused_sources(plan: Plan, cfg: PlannerSettings, *, narrow: bool) -> list[HitRecord]:
     return _answer_sources(plan, cfg.answer_sources, narrow=narrow, k=cfg.k)
-
-
-def _open_step_text(step: str | None) -> str:
-    if step is None:
-        return ""
-    return (
-        f'\nStill open: the notes answer every step but the last, "{step}". The short answer '
-        "answers that step from the passages; it is not a name from the notes.\n"
-    )
 
 
 def _notes(findings: list[Finding]) -> str:
@@ -232,7 +200,6 @@ async def _write(
     plan: Plan,
     mode: AnswerMode,
     texts: list[SourceText],
-    step: str | None,
     scope: RunScope,
     *,
     logprobs: bool = False,
@@ -258,7 +225,6 @@ async def _write(
             "answer",
             question=plan.question.text,
             notes=_notes(plan.supported_findings()) if mode.planned else "(none)",
-            open_step=_open_step_text(step),
             passages=passages_text or "(no passages were found)",
         ),
         scope=scope,
@@ -308,7 +274,6 @@ def _report(
     check: CitationCheck,
     settled: ShortAnswer,
     mode: AnswerMode,
-    step: str | None,
     written: str,
 ) -> dict[str, Any]:
     """The answer's checks as the result reports them (``citation_check``; keys in order)."""
@@ -325,8 +290,6 @@ def _report(
         report["chain_end"] = settled.chain_end
     if settled.comparison is not None:
         report["comparison"] = settled.comparison.to_json()
-    if step is not None:
-        report["open_step"] = step
     if settled.last_hop is not None:
         report["last_hop"] = settled.last_hop
     if written != settled.text:
@@ -383,7 +346,6 @@ def finish(
     shown: list[ShownSource],
     written: Written,
     *,
-    step: str | None,
     follow_chain: bool,
     reader: bool,
 ) -> Composed:
@@ -415,7 +377,7 @@ def finish(
         citations=[Citation.of(sources[n - 1], n) for n in cited],
         shown=shown,
         sources=sources,
-        report=_report(check, settled, mode, step, written.short),
+        report=_report(check, settled, mode, written.short),
         errors=written.errors,
         grounded=settled.grounded,
     )
@@ -427,15 +389,13 @@ async def compose(
     """Write the answer as ``mode`` says (one call on ``scope``), then settle and check it."""
     shown = _shown(mode, run.planner.passage_chars)
     texts = [SourceText(s["n"], s["title"], s["shown"]) for s in shown]
-    step = open_step(plan) if mode.planned else None
-    reply = await _write(run, plan, mode, texts, step, scope, logprobs=logprobs)
+    reply = await _write(run, plan, mode, texts, scope, logprobs=logprobs)
     written = _written(reply, plan, mode, texts)
     composed = finish(
         plan,
         mode,
         shown,
         written,
-        step=step,
         follow_chain=mode.planned,
         reader=isinstance(reply.value, ReaderReply),
     )
@@ -510,5 +470,5 @@ def redraft(plan: Plan, draft: Draft, *, settle: bool = True) -> Composed:
     # ``_written`` makes it (the record keeps the short span, not that sentence)
     long = holding_sentence(short, [(s["n"], s["shown"]) for s in shown], plan.question.text) or ""
     written = Written(short, long, [])
-    composed = finish(plan, mode, shown, written, step=None, follow_chain=False, reader=True)
+    composed = finish(plan, mode, shown, written, follow_chain=False, reader=True)
     return replace(composed, report={**composed.report, "answered_as": "draft"})

@@ -104,7 +104,7 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     limit = min(MAX_QUERIES_PER_CALL, run.budgets.max_sub_queries)
     shape = question.shape
     planning = run.planner.decompose
-    relation = question.relation_plan if planning and run.planner.relation_plans else None
+    relation = question.relation_plan if planning else None
     by_rule = list(relation) if relation is not None else None
     errors: list[str] = []
     raw: list[str] = by_rule or []
@@ -112,7 +112,7 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
         raw, errors = await _plan(runtime, state, limit, shape)
     pairs = _planned_queries(raw, question, limit, by_rule=bool(by_rule))
     kept = {q for q, _ in pairs}
-    if run.planner.residual_hop and not by_rule:
+    if not by_rule:
         pairs = residual_hop(pairs, question.text, limit)
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]

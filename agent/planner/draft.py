@@ -25,7 +25,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.checks.citations import SourceText
-from agent.checks.escalation import Policy, answer_logprobs, decide, draft_signals
+from agent.checks.escalation import answer_logprobs, decide, draft_signals
 from agent.planner.answer import AgentRunError, AnswerMode, Composed, compose
 from agent.planner.plan import Plan
 from agent.planner.routing import question_task
@@ -33,17 +33,7 @@ from agent.planner.search_step import search
 from agent.planner.state import PlannerRun, PlannerState, question_of
 from agent.planner.trace import emit
 from agent.results import Draft, DraftDecision
-from agent.settings import PlannerSettings
 from searchers.searcher import BudgetExceeded
-
-
-def router_policy(cfg: PlannerSettings) -> Policy:
-    """The router's policy from the planner's settings."""
-    return Policy(
-        name=cfg.router,
-        shapes=frozenset(cfg.router_shapes),
-        min_logprob=cfg.router_min_logprob,
-    )
 
 
 async def _question_searches(
@@ -113,13 +103,13 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
         logprobs=answer_logprobs(composed.token_logprobs, written),
         top_score=float(hits[0]["score"]),
     )
-    policy = router_policy(cfg)
+    policy = cfg.router
     decision = decide(signals, policy)
     record = written_draft(
         composed,
         seconds,
         signals.as_dict(),
-        DraftDecision(decision.escalate, decision.reason, policy.name),
+        DraftDecision(decision.escalate, decision.reason, policy.policy),
     )
     ms = (time.monotonic() - started) * 1000
     emit(runtime, "draft", {**record.to_json(), "final": record.stands}, 0, ms)

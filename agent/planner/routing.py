@@ -70,8 +70,8 @@ def _pending(plan: Plan) -> list[SubQuery]:
 
 def after_decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[Send] | str:
     """The plan's first round: its ready queries on every searcher, and the question as
-    written beside them (``PlannerSettings.question_search``) unless the plan is the question
-    itself; the answer when nothing was planned."""
+    written beside them (no call: the answer of an open plan reads it) unless the draft has
+    searched it or the plan is the question itself; the answer when nothing was planned."""
     run = runtime.context
     plan = Plan.from_json(state)
     ready = _pending(plan)
@@ -79,10 +79,7 @@ def after_decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> list[S
     searched = bool(plan.results_of(QUESTION_SEARCH_ID))  # by the draft: never twice
     extra = (
         question_sends(plan.question.text, run.searchers)
-        if run.planner.question_search
-        and ready
-        and not searched
-        and not plan.is_question_itself(planned)
+        if ready and not searched and not plan.is_question_itself(planned)
         else []
     )
     return [*sends(ready, run.searchers), *extra] or ANSWER

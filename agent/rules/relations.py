@@ -89,8 +89,8 @@ def relation_plan(question: str) -> list[str] | None:
     None when the question is not one whose relation fixes its plan: "Who is/was the <relation>
     of <name>?" or "Who is/was <name>'s <relation>?", the relation one of ``RELATION_STEPS``
     and the name a name (capitalised, no lowercase word but a name particle, not itself a
-    relation of someone). The decompose step plans it when ``PlannerSettings.relation_plans``
-    is on."""
+    relation of someone). The decompose step plans it, with no call, whenever decomposition is
+    on."""
     text = " ".join(question.split())
     match = _OF_FORM.match(text) or _POSSESSIVE_FORM.match(text)
     if match is None:

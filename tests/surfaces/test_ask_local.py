@@ -20,7 +20,7 @@ def test_ask_json_answers_a_two_hop_question(local_chat, tmp_path: Path) -> None
         "HOPTREE_DATA_DIR": str(tmp_path / "data"),
         "HOPTREE_LLM__GGUF_PATH": local_chat.details["gguf"],
         "HOPTREE_BUDGETS__MAX_ROUNDS": "2",
-        "HOPTREE_PLANNER__SEARCH_MAX_REWRITES": "1",
+        "HOPTREE_PLANNER__SEARCH__MAX_REWRITES": "1",
         # the plan runs after the draft whatever the draft's confidence: both are the plumbing
         "HOPTREE_PLANNER__ROUTER": "always",
     }

@@ -104,7 +104,7 @@ def test_ask_over_an_index_with_a_tree_searches_the_tree_unasked(
         embedding_model="all-MiniLM-L6-v2",
     )
     save_tree(asyncio.run(builder.build(read_documents([DATA]))), index / "tree")
-    env = ask_env(endpoint, tmp_path / "data", HOPTREE_PLANNER__SEARCH_MAX_LLM_CALLS="1")
+    env = ask_env(endpoint, tmp_path / "data", HOPTREE_PLANNER__SEARCH__MAX_LLM_CALLS="1")
     proc = run_hoptree(["ask", "--index", str(index), "--json", QUESTION], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

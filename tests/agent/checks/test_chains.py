@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, open_end
+from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop
 from agent.rules.question import Question
 
 # "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
@@ -92,32 +92,6 @@ def test_a_date_ends_a_chain_only_when_the_question_asks_when() -> None:
     assert chain_end(dated, asks_when=asked) == "12 March 1923"
     which = when("Which league did the wife of Tom Arlen start?")
     assert chain_end(dated, asks_when=which) is None
-
-
-# --- open_end: the one step a chain still misses ---------------------------------------
-
-
-def test_a_chain_resolved_but_for_its_last_hop_is_open_at_that_hop() -> None:
-    open_chain = [CHAIN[0], Hop("q2", ("q1",), None, None)]
-    end = open_end(open_chain)
-    assert end is not None and end.id == "q2"
-    three = [*CHAIN, Hop("q3", ("q2",), None, None)]
-    assert open_end(three) is not None and open_end(three).id == "q3"
-
-
-def test_no_open_end_when_resolved_open_earlier_or_not_one_chain() -> None:
-    assert open_end(CHAIN) is None  # resolved: chain_end answers it
-    early = [Hop("q1", (), None, None), Hop("q2", ("q1",), None, None)]
-    assert open_end(early) is None  # the first hop is open: the rest of the chain is unknown
-    independent = [Hop("q1", (), None, "1913"), Hop("q2", (), None, None)]
-    assert open_end(independent) is None
-    forked = [CHAIN[0], Hop("q2", ("q1",), None, None), Hop("q3", ("q1",), None, None)]
-    assert open_end(forked) is None
-
-
-def test_a_follow_up_that_answered_the_last_hop_closes_the_chain() -> None:
-    hops = [CHAIN[0], Hop("q2", ("q1",), None, None), Hop("q3", (), "q2", "pleurisy")]
-    assert open_end(hops) is None
 
 
 def test_a_year_is_said_in_the_unit_the_question_asks() -> None:

@@ -12,7 +12,6 @@ from agent.checks.escalation import (
     FITTED,
     Candidate,
     Decision,
-    Policy,
     Signals,
     decide,
     draft_signals,
@@ -23,6 +22,7 @@ from agent.checks.escalation import (
 )
 from agent.rules.question import Question
 from agent.rules.shape import SHAPES
+from agent.settings import RouterSettings
 
 BAND = Question.read(
     "The band who released the debut album Tinted Windows had their first performance in what city?"
@@ -115,8 +115,8 @@ def _signals(**changes: object) -> Signals:
 
 def test_always_and_never_ignore_the_signals() -> None:
     strong, weak = _signals(), _signals(supported=False)
-    assert decide(strong, Policy("always")).escalate
-    assert not decide(weak, Policy("never")).escalate
+    assert decide(strong, RouterSettings(policy="always")).escalate
+    assert not decide(weak, RouterSettings(policy="never")).escalate
 
 
 @pytest.mark.parametrize("shape_", ["chain", "choice", "comparison"])
@@ -130,7 +130,7 @@ def test_the_fitted_rule_plans_a_chain_however_sure_its_draft() -> None:
     # shape decides before the floor does
     sure = _signals(shape="chain", logprob_min=-0.05, logprob_mean=-0.01)
     assert decide(sure, FITTED) == Decision(True, "shape: chain")
-    assert not decide(sure, Policy(shapes=frozenset({"choice", "comparison"}))).escalate
+    assert not decide(sure, RouterSettings(shapes=("choice", "comparison"))).escalate
 
 
 def test_the_fitted_rule_keeps_a_single_fact_draft() -> None:
@@ -140,10 +140,10 @@ def test_the_fitted_rule_keeps_a_single_fact_draft() -> None:
 
 def test_a_low_logprob_escalates_only_when_a_floor_is_set() -> None:
     unsure = _signals(logprob_min=-3.0)
-    assert not decide(unsure, Policy(min_logprob=None)).escalate
+    assert not decide(unsure, RouterSettings(min_logprob=None)).escalate
     assert decide(unsure, FITTED).escalate  # the default floor is -1.0
     assert not decide(_signals(logprob_min=-0.5), FITTED).escalate
-    floor = Policy(shapes=frozenset(), min_logprob=-2.0)
+    floor = RouterSettings(shapes=(), min_logprob=-2.0)
     assert decide(unsure, floor).escalate
     assert not decide(_signals(logprob_min=-1.0), floor).escalate
     assert not decide(_signals(), floor).escalate  # no logprobs recorded: the floor is silent
@@ -151,9 +151,9 @@ def test_a_low_logprob_escalates_only_when_a_floor_is_set() -> None:
 
 def test_a_policy_refuses_unknown_names() -> None:
     with pytest.raises(ValueError, match="policy"):
-        Policy("sometimes")  # type: ignore[arg-type]
+        RouterSettings(policy="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="shapes"):
-        Policy(shapes=frozenset({"riddle"}))  # type: ignore[arg-type]
+        RouterSettings(shapes=("riddle",))  # type: ignore[arg-type]
 
 
 def test_an_open_plan_keeps_the_draft() -> None:
@@ -187,9 +187,14 @@ def test_an_unsupported_chain_does_not_replace_the_draft() -> None:
     assert empty.source == "draft"
 
 
-def test_the_router_defaults_are_the_planner_settings() -> None:
-    """``Policy``'s defaults are read from ``PlannerSettings``, the one place they are written."""
-    from agent.planner.draft import router_policy
+def test_the_router_is_a_section_of_the_planner_settings() -> None:
+    """One type: the planner's ``router`` is the policy ``decide`` reads; a bare policy name
+    (``HOPTREE_PLANNER__ROUTER=never``) sets the policy alone."""
     from agent.settings import PlannerSettings
 
-    assert router_policy(PlannerSettings()) == FITTED == Policy()
+    assert PlannerSettings().router == FITTED == RouterSettings()
+    assert PlannerSettings(router="never").router == RouterSettings(policy="never")  # type: ignore[arg-type]
+    narrow = PlannerSettings(router={"shapes": ["choice"], "min_logprob": -0.5})  # type: ignore[arg-type]
+    assert narrow.router.shapes == ("choice",) and narrow.router.policy == "fitted"
+    with pytest.raises(ValueError, match="shapes"):
+        PlannerSettings(router={"shapes": ["single"]})  # type: ignore[arg-type]

@@ -147,11 +147,10 @@ async def test_a_resolved_chain_names_no_open_step(index) -> None:
 
 async def test_a_chain_question_planned_as_one_query_keeps_the_wide_context(index) -> None:
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
-    chat.routes["decompose"] = reply(queries=["city where the Eiffel Tower stands"])
-    # one query: the residual hop would ask the question's river of #1 as a second
-    planner = PlannerSettings(
-        draft=False, supplement=True, findings_call="batched", residual_hop=False
-    )
+    # one query, not words the question writes (the residual hop would ask the question's
+    # river of #1 as a second after "city where the Eiffel Tower stands")
+    chat.routes["decompose"] = reply(queries=["the Eiffel Tower's city"])
+    planner = PlannerSettings(draft=False, supplement=True, findings_call="batched")
     result = await agent_with(chat, [KeywordSearcher(index)], planner=planner).ask(QUESTION)
     check = next(e for e in result.trace if e.kind == "answer").data["check"]
     assert check["plan_resolved"] is True  # its one query was answered ...

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from agent.checks.escalation import FITTED, answer_logprobs
-from agent.planner.draft import router_policy
+from agent.checks.escalation import answer_logprobs
 from agent.settings import PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
 from searchers.structured_calls import reply_logprobs
@@ -199,14 +198,6 @@ def test_a_draft_settled_again_keeps_the_sentence_that_holds_it() -> None:
     assert composed.short == "Seine"
     assert "flows through Paris" in composed.text and "[1]" in composed.text
     assert [c.id for c in composed.citations] == ["seine"]
-
-
-def test_the_router_settings_make_the_policy() -> None:
-    assert router_policy(PlannerSettings()) == FITTED
-    narrow = router_policy(PlannerSettings(router_shapes=["choice"], router_min_logprob=-0.5))
-    assert narrow.shapes == frozenset({"choice"}) and narrow.min_logprob == -0.5
-    with pytest.raises(ValueError, match="router_shapes"):
-        PlannerSettings(router_shapes=["single"])  # type: ignore[list-item]
 
 
 def test_a_draft_reads_back_from_the_state_and_from_what_a_surface_sent() -> None:

@@ -189,8 +189,8 @@ def test_the_planners_loop_and_a_searchers_own_table_are_set_apart(
     planner does not narrow, and the stand-alone loop."""
     from agent.settings import load_settings
 
-    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH_MAX_DEPTH", "2")
-    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH_MAX_REWRITES", "2")
+    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH__MAX_DEPTH", "2")
+    monkeypatch.setenv("HOPTREE_PLANNER__SEARCH__MAX_REWRITES", "2")
     monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE__ORIGINAL_FIRST", "false")
     monkeypatch.setenv("HOPTREE_SEARCHERS__SPARSE_MAX_REFINEMENTS", "9")
     loaded = load_settings(data_dir=settings.data_dir)

@@ -1,5 +1,5 @@
-"""The ``answer`` node on an open plan: read along its chain, from the question's own hits as
-one-call RAG reads them, or led by its supported findings."""
+"""The ``answer`` node on an open plan: read from the question's own hits as one-call RAG reads
+them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from agent.hoptree_agent import HoptreeAgent
 from agent.settings import BudgetSettings, PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (
-    CHAIN,
     QUESTION,
     KeywordSearcher,
     agent_with,
@@ -62,43 +61,6 @@ async def test_a_plan_that_found_everything_with_a_nameless_query_is_answered_op
     assert result.stopped == "sufficient"
 
 
-async def test_an_open_chain_is_read_hop_by_hop(index) -> None:
-    """Not searched as written (``CHAIN``), an open plan with a supported finding reads its chain
-    the way the oracle does: the first passages of each searched query in plan order, then the
-    question's own retrieval."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
-
-    def summarize(messages: list[BaseMessage]) -> str:
-        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
-
-    chat.routes["summarize"] = summarize
-    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
-    hops = [sub.passage_ids[:2] for sub in result.sub_queries]
-    expected = list(dict.fromkeys(pid for ids in hops for pid in ids))
-    assert len(expected) >= 3  # both hops searched and found passages
-    assert [s["id"] for s in result.sources][: len(expected)] == expected[:5]
-
-
-async def test_the_reader_is_told_which_step_of_an_open_chain_is_still_open(index) -> None:
-    """The first hop found Paris, the last hop found nothing: read along its chain
-    the answer prompt names the last hop, with Paris filled in, as the step the short answer
-    must answer (not the bridge)."""
-    chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [2]."))
-
-    def summarize(messages: list[BaseMessage]) -> str:
-        return finding(user_text(messages), Eiffel=("Paris", "Paris"))
-
-    chat.routes["summarize"] = summarize
-    result = await agent_with(chat, [KeywordSearcher(index)], CHAIN, max_rounds=1).ask(QUESTION)
-    (prompt,) = [text for route, text in chat.seen if route == "answer"]
-    assert (
-        'Still open: the notes answer every step but the last, "river that flows through '
-        'Paris"' in prompt
-    )
-    check = next(e for e in result.trace if e.kind == "answer").data["check"]
-    assert check["open_step"] == "river that flows through Paris"
-
-
 async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> None:
     """The plan asked about the wrong thing and found nothing: the answer reads what the
     question itself retrieved, as one-call RAG would."""
@@ -108,16 +70,6 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
     result = await agent_with(chat, [KeywordSearcher(index)], max_rounds=1).ask(
         "Which river flows through Paris?"
     )
-    no_search = PlannerSettings(
-        draft=False, supplement=True, findings_call="batched", question_search=False
-    )
-    agent = HoptreeAgent(
-        chat, {"keywords": KeywordSearcher(index)}, planner=no_search,
-        budgets=BudgetSettings(max_rounds=1), llm_timeout_s=5,
-    )  # fmt: skip
-    without = await agent.ask("Which river flows through Paris?")
-    planned_hits = {h.id for h in index.retrieve("length of the river Danube", 10)}
-    assert {s["id"] for s in without.sources} <= planned_hits  # only what the plan found
     question_top = [h.id for h in index.retrieve("Which river flows through Paris?", 2)]
     assert [s["id"] for s in result.sources][:2] == question_top
 
@@ -125,9 +77,7 @@ async def test_an_open_plan_falls_back_on_the_questions_own_passages(index) -> N
 async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
     """The default: a plan that did not resolve is answered
     by one-call RAG's reader (``prompts/rag_answer.txt``) over the question's own hits alone,
-    with no notes and no open step, and its long answer is the shown sentence that holds the
-    short one, cited; not searched as written, the planner's answer prompt reads its hop
-    passages with its findings as notes."""
+    with no notes, and its long answer is the shown sentence that holds the short one, cited."""
     chat = two_hop_chat(answer=reply(short_answer="Seine", answer="The Seine flows [1]."))
     chat.routes["summarize"] = lambda m: finding(user_text(m), Eiffel=("Paris", "Paris"))
     question_top = [h.id for h in index.retrieve(QUESTION, 3)]
@@ -143,15 +93,12 @@ async def test_an_open_plan_can_be_answered_as_one_call_rag(index) -> None:
         [(route, prompt)] = [(r, t) for r, t in chat.seen if r in ("answer", "rag_answer")]
         return [s["id"] for s in result.sources], route, prompt, result
 
-    chained, route, prompt, result = await run(CHAIN)
-    assert route == "answer" and ": Paris" in prompt.split("Passages:")[0]
-    assert chained != question_top and "answered_as" not in result.citation_check
     ids, route, prompt, result = await run(
         PlannerSettings(draft=False, supplement=True, findings_call="batched", answer_sources=3)
     )
     assert ids == question_top and route == "rag_answer"
-    head = prompt.split("Passages:")[0]  # no finding, no open step above the passages
-    assert "Notes:" not in head and "Still open" not in head and "Paris" not in head
+    head = prompt.split("Passages:")[0]  # no finding above the passages
+    assert "Notes:" not in head and "Paris" not in head
     check = result.citation_check
     assert check["answered_as"] == "one_call" and not check["plan_resolved"]
     # no shown passage holds the scripted reader's "Seine": no sentence to cite

@@ -76,19 +76,6 @@ async def test_the_relation_plan_runs_as_a_chain_without_a_decompose_call(family
     assert result.short_answer == "Henrik Lind"
 
 
-async def test_relation_plans_off_leaves_the_plan_to_the_model(family) -> None:
-    chat = family_chat()
-    planner = PlannerSettings(
-        draft=False, supplement=True, findings_call="batched", relation_plans=False
-    )
-    result = await agent_with(chat, [KeywordSearcher(family)], planner=planner).ask(QUESTION)
-    assert chat.count("decompose") == 1
-    event = next(e for e in result.trace if e.kind == "decompose")
-    assert event.data["planned_by"] == "model"
-    assert [q.query for q in result.sub_queries][:1] == ["mother of Elin Sarrow"]
-    assert "father of Maja Lind" not in [q.query for q in result.sub_queries]
-
-
 async def test_no_decompose_means_no_relation_plan_either(family) -> None:
     """LevelRAG's no-decompose ablation: the question is the only atomic query, whatever its
     wording."""

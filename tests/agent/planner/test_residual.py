@@ -130,22 +130,15 @@ def atlas_chat() -> RoutedChatModel:
     )
 
 
-@pytest.mark.parametrize("on", [True, False])
 async def test_the_planner_asks_the_residual_hop_with_the_bridge_filled_in(
-    atlas: TantivySparseIndex, on: bool
+    atlas: TantivySparseIndex,
 ) -> None:
-    planner = PlannerSettings(
-        draft=False, supplement=False, findings_call="batched", residual_hop=on
-    )
+    planner = PlannerSettings(draft=False, supplement=False, findings_call="batched")
     searcher = KeywordSearcher(atlas)
     result = await agent_with(atlas_chat(), [searcher], planner=planner).ask(QUESTION)
     asked = [q.query for q in result.sub_queries]
     residual = "Where did the Ilse Varnow think Venus was in relation to the sun?"
-    if on:
-        assert asked == ["author of The Lantern Atlas", "Venus", residual]
-        assert residual in searcher.queries
-        hop = next(q for q in result.sub_queries if q.query == residual)
-        assert hop.needs == ["q1"] and hop.summary == "below the sun"
-    else:
-        assert asked == ["author of The Lantern Atlas", "Venus"]
-        assert residual not in searcher.queries
+    assert asked == ["author of The Lantern Atlas", "Venus", residual]
+    assert residual in searcher.queries
+    hop = next(q for q in result.sub_queries if q.query == residual)
+    assert hop.needs == ["q1"] and hop.summary == "below the sun"

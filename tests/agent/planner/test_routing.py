@@ -102,12 +102,9 @@ def test_after_decompose_each_ready_query_goes_to_each_searcher_then_the_questio
     assert all(s.arg["max_llm_calls"] == 0 for s in route[2:])  # type: ignore[index]
 
 
-def test_the_question_is_not_searched_twice_nor_when_switched_off() -> None:
+def test_the_question_is_not_searched_twice() -> None:
     itself = planned(sub("q1", QUESTION.text), pending=["q1"])
     assert [t[1] for t in targets(after_decompose(itself, runtime()))] == ["q1", "q1"]  # type: ignore[arg-type]
-    state = planned(sub("q1", "director of Jaws"), pending=["q1"])
-    off = after_decompose(state, runtime(question_search=False))  # type: ignore[arg-type]
-    assert [t[1] for t in targets(off)] == ["q1", "q1"]
 
 
 def test_after_decompose_with_nothing_pending_goes_to_the_answer() -> None:
