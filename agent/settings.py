@@ -21,7 +21,6 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
-    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -32,6 +31,13 @@ from pydantic_settings import (
 )
 
 from agent.rules.question import MAX_QUESTION_CHARS
+from searchers.backend_settings import (
+    ElasticsearchSettings,
+    EmbeddingSettings,
+    IndexSettings,
+    WebSettings,
+    comma_separated,
+)
 from searchers.searcher import (
     DEFAULT_LLM_TIMEOUT_S,
     DEFAULT_SEARCH_DEADLINE_S,
@@ -39,12 +45,7 @@ from searchers.searcher import (
     SearchBudget,
     SearchLoop,
 )
-from searchers.searcher_configs import (
-    DenseSearcherConfig,
-    RuleKind,
-    SparseSearcherConfig,
-    VerificationRule,
-)
+from searchers.searcher_configs import SearcherSettings
 
 CONFIG_ENV_VAR = "HOPTREE_CONFIG"
 EMBEDDED_RUN_SLOTS = 2
@@ -59,9 +60,6 @@ DEFAULT_PLANNER_SEARCHERS = ("sparse", "dense")
 
 LocalModelName = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 
-# the searchers' stop rule as chosen by measurement (searchers/verification.py)
-DEFAULT_RULE = VerificationRule()
-
 # Which TOML file the next Settings() reads; set by load_settings(config_file=...).
 _config_file: ContextVar[Path | None] = ContextVar("hoptree_config_file", default=None)
 
@@ -70,17 +68,6 @@ def default_data_dir() -> Path:
     """XDG cache location, so models and caches survive re-clones of the repository."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "hoptree"
-
-
-def comma_separated(value: Any) -> Any:
-    """A list setting from the environment: ``a,b`` reads as ``["a", "b"]`` (JSON lists work
-    too), so HOPTREE_WEB__PROVIDERS=searxng,brave needs no brackets and quotes."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            return json.loads(text)
-        return [part.strip() for part in text.split(",") if part.strip()]
-    return value
 
 
 class LLMSettings(BaseModel):
@@ -122,12 +109,6 @@ class LLMSettings(BaseModel):
         description="reuse cached prompt chunks of at least this many tokens by shifting them "
         "(llama.cpp n_cache_reuse); 0 = only the common prefix is reused",
     )
-    # benchmarks/results/server-speed.md: without llama.cpp's repacked weight layouts the 1.5B
-    # Q4_K_M model read prompts 1.28x faster on this project's 2-core AVX2 machine and decoded
-    # 0.91x as fast (same replies); a planner question reads ~4 prompt tokens per written one,
-    # and whole questions came out 1.05x (median) / 1.08x (total) faster with the same short
-    # answers (benchmarks/results/planner-repack.md). Off by default here; llama.cpp repacks by
-    # default because its repacked kernels win on other CPUs (ARM, AVX-512): measure there.
     local_repack: bool = Field(
         False,
         description="let llama.cpp repack the weights for the CPU's kernels (llama.cpp's own "
@@ -152,33 +133,6 @@ class LLMSettings(BaseModel):
         return not self.base_url.strip()
 
 
-class EmbeddingSettings(BaseModel):
-    model_config = {"extra": "forbid"}
-
-    model: str = Field(
-        "all-MiniLM-L6-v2",
-        description="a bundled model name or a local sentence-transformers folder",
-    )
-    backend: Literal["onnx-int8", "onnx", "torch"] = Field(
-        "onnx-int8",
-        description="onnx-int8: ONNX Runtime with int8 weights (fastest; exported once from the "
-        "bundled weights into <data_dir>/models/onnx); onnx: the same graph in fp32 (vectors "
-        "equal to torch's); torch: sentence-transformers on PyTorch",
-    )
-    batch_size: int | None = Field(
-        None,
-        ge=1,
-        le=4096,
-        description="texts per forward pass; None = the backend's measured best "
-        "(onnx 8, torch 64; benchmarks/results/embeddings.md)",
-    )
-    threads: int = Field(0, ge=0, le=256, description="onnx backends: 0 = one per core")
-    export_dir: Path | None = Field(
-        None, description="where ONNX exports live; None = <data_dir>/models/onnx"
-    )
-    device: str = Field("cpu", description="torch backend only")
-
-
 class BudgetSettings(BaseModel):
     """Limits on one question; every loop in the planner and the searchers reads one of these."""
 
@@ -193,69 +147,6 @@ class BudgetSettings(BaseModel):
     # one search's: stand-alone (in a plan: the planner's search.max_llm_calls) / any search
     searcher_max_llm_calls: int = Field(DEFAULT_SEARCH_LLM_CALLS, ge=1, le=1000)
     searcher_deadline_s: float = Field(DEFAULT_SEARCH_DEADLINE_S, gt=0)
-
-
-# the flat names of earlier releases, still read: (old key) -> (searcher, option)
-_FLAT_SEARCHER_KEYS = {
-    "sparse_max_depth": ("sparse", "max_depth"),
-    "sparse_max_refinements": ("sparse", "max_refinements"),
-    "sparse_original_first": ("sparse", "original_first"),
-    "dense_max_rewrites": ("dense", "max_rewrites"),
-}
-
-
-class SearcherSettings(BaseModel):
-    """The low-level searchers: one table of options per searcher name, ``[searchers.sparse]``,
-    ``[searchers.dense]`` and ``[searchers.<name>]`` for any registered plugin (handed to its
-    factory as it is, ``SearcherContext.options_for(name)``), plus the stop rule the built-ins
-    share (see searchers/verification.py). The web searcher's providers and keys are ``[web]``.
-    These are each searcher's stand-alone loop (``hoptree search``); inside a plan the planner
-    narrows every searcher to its own lighter loop (``PlannerSettings.search_loop``).
-    """
-
-    model_config = {"extra": "allow"}  # a plugin's table; checked to be a table below
-
-    verify_rule: RuleKind = Field(DEFAULT_RULE.kind, description="when a retrieval suffices")
-    verify_min_coverage: float = Field(DEFAULT_RULE.min_coverage, ge=0.0, le=1.0)
-    # each built-in's table is its searcher's own config class, the one home of its loop
-    sparse: SparseSearcherConfig = Field(default_factory=SparseSearcherConfig)
-    dense: DenseSearcherConfig = Field(default_factory=DenseSearcherConfig)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_keys(cls, data: Any) -> Any:
-        """``sparse_max_depth`` (and ``HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH``) of earlier
-        releases mean ``[searchers.sparse] max_depth``; a value set both ways keeps the table's."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        for flat, (name, option) in _FLAT_SEARCHER_KEYS.items():
-            if flat in data:
-                value = data.pop(flat)
-                table = data.get(name)
-                table = dict(table) if isinstance(table, dict) else {}
-                table.setdefault(option, value)
-                data[name] = table
-        return data
-
-    @model_validator(mode="after")
-    def _plugin_tables(self) -> SearcherSettings:
-        for name, value in (self.model_extra or {}).items():
-            if not isinstance(value, dict):
-                raise ValueError(
-                    f"searchers.{name} must be a table of options for the searcher named "
-                    f"{name!r} ([searchers.{name}] in TOML, HOPTREE_SEARCHERS__{name.upper()}__"
-                    "<OPTION> in the environment), not a single value"
-                )
-        return self
-
-    def tables(self) -> dict[str, dict[str, Any]]:
-        """Every searcher's own options by name, the built-ins' and the plugins'."""
-        return {
-            "sparse": self.sparse.model_dump(),
-            "dense": self.dense.model_dump(),
-            **{name: dict(value) for name, value in (self.model_extra or {}).items()},
-        }
 
 
 class PlannerSearch(BaseModel):
@@ -393,81 +284,6 @@ class ServerSettings(BaseModel):
     )
     request_deadline_s: float = Field(DEFAULT_DEADLINE_S, gt=0, description="per run")
     checkpoint_db: Path | None = Field(None, description="None = <data_dir>/threads.sqlite")
-
-
-class IndexSettings(BaseModel):
-    """How ``hoptree index build`` lays out a new index and how retrievers read it.
-
-    The dense kind and HNSW parameters apply when an index is created (or rebuilt); an existing
-    index keeps the kind recorded in its directory, so appending never mixes index types.
-    """
-
-    model_config = {"extra": "forbid"}
-
-    dense_kind: Literal["flat", "hnsw"] = Field(
-        "flat", description="flat = exact inner product; hnsw = approximate, for large corpora"
-    )
-    hnsw_m: int = Field(32, ge=4, le=256, description="HNSW graph degree")
-    hnsw_ef_construction: int = Field(80, ge=8, le=4096)
-    hnsw_ef_search: int = Field(256, ge=8, le=8192, description="raised to k when k is larger")
-    chunk_tokens: int = Field(
-        150, ge=16, le=2000, description="max tokens per chunk of text/markdown files"
-    )
-    embed_batch_size: int = Field(256, ge=1, le=65536, description="passages per embedding call")
-    rrf_k: int = Field(60, ge=0, le=10000, description="reciprocal-rank fusion constant")
-    hybrid_depth: int = Field(
-        0, ge=0, le=10000, description="hits asked of each fused retriever; 0 = 2k"
-    )
-
-
-class ElasticsearchSettings(BaseModel):
-    """An Elasticsearch 9.x cluster for the sparse and dense indexes (beyond one machine)."""
-
-    model_config = {"extra": "forbid"}
-
-    url: str = Field("", description="e.g. http://localhost:9200; empty = not used")
-    index: str = "hoptree"
-    api_key: SecretStr | None = None
-    username: str | None = None
-    password: SecretStr | None = None
-    timeout_s: float = Field(10.0, gt=0)
-    max_retries: int = Field(2, ge=0, le=10)
-    verify_certs: bool = True
-    ca_certs: Path | None = None
-    batch_size: int = Field(256, ge=1, le=10000)
-
-
-class WebSettings(BaseModel):
-    """Web search providers, tried in order; one without its URL or key is skipped."""
-
-    model_config = {"extra": "forbid"}
-
-    providers: Annotated[list[Literal["searxng", "brave", "tavily", "bing"]], NoDecode] = [
-        "searxng"
-    ]
-    searxng_url: str | None = None
-    brave_api_key: SecretStr | None = None
-    tavily_api_key: SecretStr | None = None
-    bing_api_key: SecretStr | None = None
-    brave_url: str | None = None
-    tavily_url: str | None = None
-    bing_url: str | None = None
-    timeout_s: float = Field(10.0, gt=0)
-    connect_timeout_s: float = Field(3.0, gt=0)
-    max_retries: int = Field(2, ge=0, le=10)
-    backoff_s: float = Field(0.5, ge=0)
-    max_backoff_s: float = Field(8.0, ge=0)
-    max_concurrency: int = Field(4, ge=1, le=32)
-
-    _providers_list = field_validator("providers", mode="before")(comma_separated)
-
-    def options(self) -> dict[str, Any]:
-        """Plain values for the web searcher's factory (secrets unwrapped only here)."""
-        values = self.model_dump()
-        for key, value in list(values.items()):
-            if isinstance(value, SecretStr):
-                values[key] = value.get_secret_value()
-        return {k: v for k, v in values.items() if v is not None}
 
 
 class Settings(BaseSettings):

@@ -1,5 +1,5 @@
-"""The built-in searchers' settings: each searcher's one config class, and the stop rule they
-share.
+"""The searchers' settings (``[searchers]``, ``SearcherSettings``): each built-in searcher's
+one config class, a plugin's table, and the stop rule they share.
 
 ``SparseSearcherConfig`` and ``DenseSearcherConfig`` are the one home of their searcher's loop:
 the settings' ``[searchers.sparse]`` and ``[searchers.dense]`` tables are these classes
@@ -13,9 +13,9 @@ chat client, and every ``hoptree`` command, ``--help`` included, reads the setti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from searchers.searcher import SearchLoop
 
@@ -116,3 +116,69 @@ class DenseSearcherConfig(BaseModel):
         """This loop narrowed to ``loop`` (a search inside a plan): its pseudo-documents, and
         the query alone probed first, so a query that verifies as written costs no call."""
         return self.model_copy(update={"max_rewrites": loop.max_rewrites, "original_first": True})
+
+
+# the searchers' stop rule as chosen by measurement (searchers/verification.py)
+DEFAULT_RULE = VerificationRule()
+
+# the flat names of earlier releases, still read: (old key) -> (searcher, option)
+_FLAT_SEARCHER_KEYS = {
+    "sparse_max_depth": ("sparse", "max_depth"),
+    "sparse_max_refinements": ("sparse", "max_refinements"),
+    "sparse_original_first": ("sparse", "original_first"),
+    "dense_max_rewrites": ("dense", "max_rewrites"),
+}
+
+
+class SearcherSettings(BaseModel):
+    """The low-level searchers: one table of options per searcher name, ``[searchers.sparse]``,
+    ``[searchers.dense]`` and ``[searchers.<name>]`` for any registered plugin (handed to its
+    factory as it is, ``SearcherContext.options_for(name)``), plus the stop rule the built-ins
+    share (see searchers/verification.py). The web searcher's providers and keys are ``[web]``.
+    These are each searcher's stand-alone loop (``hoptree search``); inside a plan the planner
+    narrows every searcher to its own lighter loop (``PlannerSettings.search_loop``).
+    """
+
+    model_config = {"extra": "allow"}  # a plugin's table; checked to be a table below
+
+    verify_rule: RuleKind = Field(DEFAULT_RULE.kind, description="when a retrieval suffices")
+    verify_min_coverage: float = Field(DEFAULT_RULE.min_coverage, ge=0.0, le=1.0)
+    # each built-in's table is its searcher's own config class, the one home of its loop
+    sparse: SparseSearcherConfig = Field(default_factory=SparseSearcherConfig)
+    dense: DenseSearcherConfig = Field(default_factory=DenseSearcherConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        """``sparse_max_depth`` (and ``HOPTREE_SEARCHERS__SPARSE_MAX_DEPTH``) of earlier
+        releases mean ``[searchers.sparse] max_depth``; a value set both ways keeps the table's."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for flat, (name, option) in _FLAT_SEARCHER_KEYS.items():
+            if flat in data:
+                value = data.pop(flat)
+                table = data.get(name)
+                table = dict(table) if isinstance(table, dict) else {}
+                table.setdefault(option, value)
+                data[name] = table
+        return data
+
+    @model_validator(mode="after")
+    def _plugin_tables(self) -> SearcherSettings:
+        for name, value in (self.model_extra or {}).items():
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"searchers.{name} must be a table of options for the searcher named "
+                    f"{name!r} ([searchers.{name}] in TOML, HOPTREE_SEARCHERS__{name.upper()}__"
+                    "<OPTION> in the environment), not a single value"
+                )
+        return self
+
+    def tables(self) -> dict[str, dict[str, Any]]:
+        """Every searcher's own options by name, the built-ins' and the plugins'."""
+        return {
+            "sparse": self.sparse.model_dump(),
+            "dense": self.dense.model_dump(),
+            **{name: dict(value) for name, value in (self.model_extra or {}).items()},
+        }

@@ -303,7 +303,7 @@ def setting_env_names() -> frozenset[str]:
 
 
 def env_name_known(name: str) -> bool:
-    from agent.settings import _FLAT_SEARCHER_KEYS
+    from searchers.searcher_configs import _FLAT_SEARCHER_KEYS
 
     known = setting_env_names()
     if name in known or name in OTHER_ENV or PLUGIN_ENV.fullmatch(name):
