@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.checks.comparison import parse_date
-from agent.rules.asked import Unit
+from agent.rules.question import Unit
 from searchers.text import normalize_answer_folded
 
 MAX_HOPS = 6  # a plan has at most a handful of queries; the bound only guards odd states

@@ -38,8 +38,7 @@ from typing import Literal
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.evidence import restates
-from agent.rules.question import Question
-from agent.rules.shape import Shape
+from agent.rules.question import Question, Shape
 from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
 from searchers.verification import NO_ANSWER, YES_NO

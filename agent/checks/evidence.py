@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.rules.alternatives import choices
+from agent.rules.question import Question
 from searchers.text import STOPWORDS, WORD, fold, key_terms, normalize_answer_folded, stem
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
@@ -68,11 +68,12 @@ def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -
     """An answer made only of the query's own words answers nothing ("first performance of
     Tinted Windows" -> "Tinted Windows"), unless the query offers it as an alternative
     ("Who was older, A or B?" -> "B"). ``offered``: the alternatives, when the query is the
-    question and they were read already (``Question.choices``); else read from ``query``."""
+    question and they were read already (``Question.choices``); else ``query`` is read as a
+    question of its own (a sub-query may offer them too)."""
     said = set(normalize_answer_folded(answer).split())
     if not said or not said <= set(normalize_answer_folded(query).split()):
         return False
-    alternatives = choices(query) if offered is None else offered
+    alternatives = Question.read(query).choices if offered is None else offered
     named = {normalize_answer_folded(c) for c in alternatives}
     return normalize_answer_folded(answer) not in named
 

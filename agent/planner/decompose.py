@@ -25,8 +25,7 @@ from agent.planner.queries import (
 )
 from agent.planner.state import PlannerRun, PlannerState, SubQuery, question_of
 from agent.planner.trace import emit, sub_report
-from agent.rules.question import Question
-from agent.rules.shape import Shape
+from agent.rules.question import Question, Shape
 from searchers.searcher import BudgetExceeded
 from searchers.structured_calls import ask
 

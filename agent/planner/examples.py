@@ -14,7 +14,7 @@ import functools
 import re
 
 import prompts
-from agent.rules.shape import Shape
+from agent.rules.question import Shape
 
 EXAMPLE_BANK = "plan_examples"
 MAX_EXAMPLES = 3

@@ -21,6 +21,19 @@ from agent.rules.asked import Direction, Unit, asked_unit, asks_when, asks_where
 from agent.rules.relations import relation_plan
 from agent.rules.shape import SHAPES, Shape, question_shape
 
+# the rules' own types, read by every step through this module: it alone imports the parsers
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "AskedFor",
+    "Direction",
+    "Question",
+    "QuestionError",
+    "QuestionRecord",
+    "Shape",
+    "Unit",
+    "clean_question",
+]
+
 MAX_QUESTION_CHARS = 2000
 
 
