@@ -175,16 +175,20 @@ def _joinable(text: str, prev: re.Match[str], token: re.Match[str]) -> bool:
     return len(prev.group()) == 1 and re.fullmatch(r"\.\s*", gap) is not None
 
 
-def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
-    """The names and numbers a sentence states; these are what its citations must back."""
-    tokens = list(WORD.finditer(body))
+def _date_months(tokens: Sequence[re.Match[str]]) -> set[int]:
+    """The token positions of month names written as part of a date ("March 1901", "5 May")."""
     dates: set[int] = set()
     for i, tok in enumerate(tokens):
         if fold(tok.group()) in _MONTHS and _is_capitalised(tok.group()):
             neighbours = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
             if any(n.group()[0].isdigit() for n in neighbours):
                 dates.add(i)
+    return dates
 
+
+def _name_runs(body: str, tokens: Sequence[re.Match[str]], dates: set[int]) -> list[list[int]]:
+    """Runs of capitalised words (token positions), joined across at most two connectors
+    ("Bank of England")."""
     runs: list[list[int]] = []
     current: list[int] = []
     pending: list[int] = []
@@ -207,38 +211,44 @@ def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
             current, pending = [], []
     if current:
         runs.append(current)
+    return runs
 
-    terms: list[_Term] = []
-    seen: set[tuple[str, str]] = set()
 
-    def add(term: _Term) -> None:
-        if (term.kind, term.key) not in seen:
-            seen.add((term.kind, term.key))
-            terms.append(term)
+def _run_name(
+    run: list[int], tokens: Sequence[re.Match[str]], lowercase_words: frozenset[str]
+) -> _Term | None:
+    """A run as a name to look up, or None: stopwords trimmed off both ends, not the
+    sentence's first word capitalised only for being first, not initials alone."""
+    words = [tokens[i].group() for i in run]
+    while words and fold(words[0]) in STOPWORDS | _STARTERS:
+        words.pop(0)
+        run = run[1:]
+    while words and fold(words[-1]) in STOPWORDS:
+        words.pop()
+    if not words:
+        return None
+    if run[0] == 0 and len(words) == 1 and fold(words[0]) in lowercase_words:
+        return None  # capitalised only as the sentence's first word: "Formed in 2008, ..."
+    keys = [_key(w) for w in words]
+    content = [_key(w) for w in words if fold(w) not in STOPWORDS | NAME_CONNECTORS]
+    # Initials and dotted acronyms ("J. R. R.", "U.S.") are written too many ways to check;
+    # a name made only of them is not a claim we can look up.
+    significant = tuple(w for w in content if len(w) > 1)
+    return _Term("name", " ".join(keys), significant) if significant else None
 
-    for run in runs:
-        words = [tokens[i].group() for i in run]
-        while words and fold(words[0]) in STOPWORDS | _STARTERS:
-            words.pop(0)
-            run = run[1:]
-        while words and fold(words[-1]) in STOPWORDS:
-            words.pop()
-        if not words:
-            continue
-        if run[0] == 0 and len(words) == 1 and fold(words[0]) in lowercase_words:
-            continue  # capitalised only as the sentence's first word: "Formed in 2008, ..."
-        keys = [_key(w) for w in words]
-        content = [_key(w) for w in words if fold(w) not in STOPWORDS | NAME_CONNECTORS]
-        # Initials and dotted acronyms ("J. R. R.", "U.S.") are written too many ways to check;
-        # a name made only of them is not a claim we can look up.
-        significant = tuple(w for w in content if len(w) > 1)
-        if significant:
-            add(_Term("name", " ".join(keys), significant))
-    for i in sorted(dates):
-        add(_Term("month", str(_MONTHS[fold(tokens[i].group())])))
-    for number in _NUMBER.findall(body):
-        add(_Term("number", _number_key(number)))
-    return terms
+
+def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
+    """The names and numbers a sentence states; these are what its citations must back."""
+    tokens = list(WORD.finditer(body))
+    dates = _date_months(tokens)
+    names = (_run_name(run, tokens, lowercase_words) for run in _name_runs(body, tokens, dates))
+    months = (_Term("month", str(_MONTHS[fold(tokens[i].group())])) for i in sorted(dates))
+    numbers = (_Term("number", _number_key(number)) for number in _NUMBER.findall(body))
+    terms: dict[tuple[str, str], _Term] = {}
+    for term in (*names, *months, *numbers):
+        if term is not None:
+            terms.setdefault((term.kind, term.key), term)
+    return list(terms.values())
 
 
 def _supports(indexes: Sequence[_Index], terms: Sequence[_Term]) -> bool:

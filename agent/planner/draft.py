@@ -25,7 +25,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.checks.citations import SourceText
-from agent.checks.escalation import answer_logprobs, decide, draft_signals
+from agent.checks.escalation import Decision, answer_logprobs, decide, draft_signals
 from agent.planner.answer import AgentRunError, AnswerMode, Composed, compose
 from agent.planner.plan import Plan
 from agent.planner.routing import question_task
@@ -33,6 +33,8 @@ from agent.planner.search_step import search
 from agent.planner.state import PlannerRun, PlannerState, question_of
 from agent.planner.trace import emit
 from agent.results import Draft, DraftDecision
+from agent.rules.question import Question
+from agent.settings import RouterSettings
 from searchers.searcher import BudgetExceeded
 
 
@@ -94,23 +96,7 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
     if composed.errors:  # the call failed and a fallback wrote it: not a draft to stand on
         return {**update, "draft": _no_draft(runtime, composed.errors[0], started)}
     seconds = time.monotonic() - run.started  # to the draft, as the person gets it
-    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in composed.shown]
-    written = composed.report.get("short_answer_written", composed.short)
-    signals = draft_signals(
-        question,
-        composed.short,
-        texts,
-        logprobs=answer_logprobs(composed.token_logprobs, written),
-        top_score=float(hits[0]["score"]),
-    )
-    policy = cfg.router
-    decision = decide(signals, policy)
-    record = written_draft(
-        composed,
-        seconds,
-        signals.as_dict(),
-        DraftDecision(decision.escalate, decision.reason, policy.policy),
-    )
+    record, decision = _routed(composed, question, float(hits[0]["score"]), seconds, cfg.router)
     ms = (time.monotonic() - started) * 1000
     emit(runtime, "draft", {**record.to_json(), "final": record.stands}, 0, ms)
     update["draft"] = record.to_record()
@@ -128,6 +114,24 @@ async def draft(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str, 
         "final_choice": {"source": "draft", "reason": decision.reason},
         "history": [*state.get("history", []), turn][-10:],
     }
+
+
+def _routed(
+    composed: Composed, question: Question, top_score: float, seconds: float, policy: RouterSettings
+) -> tuple[Draft, Decision]:
+    """The written draft with the router's signals and decision (no call)."""
+    texts = [SourceText(s["n"], s["title"], s["shown"]) for s in composed.shown]
+    written = composed.report.get("short_answer_written", composed.short)
+    signals = draft_signals(
+        question,
+        composed.short,
+        texts,
+        logprobs=answer_logprobs(composed.token_logprobs, written),
+        top_score=top_score,
+    )
+    decision = decide(signals, policy)
+    verdict = DraftDecision(decision.escalate, decision.reason, policy.policy)
+    return written_draft(composed, seconds, signals.as_dict(), verdict), decision
 
 
 def _no_draft(runtime: Runtime[PlannerRun], why: str, started: float) -> dict[str, Any]:
