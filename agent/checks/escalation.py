@@ -44,7 +44,6 @@ from searchers.text import normalize_answer_folded
 from searchers.verification import NO_ANSWER, YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
-ROUTE_SHAPES: tuple[RouteShape, ...] = ("chain", "comparison", "choice", "single")
 # the question's shapes (agent.rules.shape.Shape) as the router groups them
 _FROM_SHAPE: dict[Shape, RouteShape] = {
     "composition": "chain",
