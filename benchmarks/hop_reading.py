@@ -33,6 +33,11 @@ what is missing), and ``--summary`` writes the table and the JSON of ``benchmark
     python benchmarks/hop_reading.py --split musique_tune --arm findings --arm reader \\
         --sample 60 --out /tmp/hop-reading
     python benchmarks/hop_reading.py --split musique_tune --phrasing planner --count
+
+Why one module of this length: the items, the arms that read them and the rows they leave share
+``HopItem`` and the row key a resumed run skips by (``_row_key``), and ``--summary`` reads the
+same rows back, so the pieces change together. How a recorded planner query is matched to a
+gold hop is not here but in ``planning.py`` (``planner_hops``), so the two benchmarks agree.
 """
 
 from __future__ import annotations

@@ -47,6 +47,11 @@ a ``fresh`` folder is read (``evals/results/**/fresh/**`` are unread report slic
 
     python benchmarks/router_evidence.py --recompute  # the passages, then the report
     python benchmarks/router_evidence.py              # the report: router-evidence.md
+
+Why one module of this length: the evidence read for a question, the rule families fitted on
+it and the report's lines for each share the ``Question`` record and change together when a
+rule is added. The part that needs the indexes (``--recompute``, ~100 lines) is kept beside the
+replay so the passages file has one writer and one reader of one format (``Shown``).
 """
 
 from __future__ import annotations
