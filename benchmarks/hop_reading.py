@@ -16,10 +16,10 @@ searching. Here every gold hop of a question is read alone:
 - Read by each ``--arm`` (``ARMS``): ``findings`` is today's findings call for one query (JSON:
   a span and its passage numbers); ``reader`` is one-call RAG's reader (a short answer alone).
 - ``--phrasing planner``: the same hops as the recorded ``full`` run's planner searched them
-  (``hop_phrasing``: a query stands for the gold hop ``planning.judge`` matches it to), same
-  gold paragraph and position, distractors ranked for the planner's text; a row's ``key`` is
-  its gold hop's, so gold and planner rows of a hop pair (``gold_matched``: only the gold
-  phrasing of those hops; ``--count``: the items per split, no model).
+  (``planning.planner_hops``: a query stands for the gold hop ``planning.judge`` matches it
+  to), same gold paragraph and position, distractors ranked for the planner's text; a row's
+  ``key`` is its gold hop's, so gold and planner rows of a hop pair (``gold_matched``: only the
+  gold phrasing of those hops; ``--count``: the items per split, no model).
 - Scored against the hop's gold answer (and the question's aliases when the hop's answer is the
   question's): exact match (the target's "exact-or-alias"), token F1, and whether the span is
   supported by a shown passage, empty, or restates the hop's subject.
@@ -33,6 +33,11 @@ what is missing), and ``--summary`` writes the table and the JSON of ``benchmark
     python benchmarks/hop_reading.py --split musique_tune --arm findings --arm reader \\
         --sample 60 --out /tmp/hop-reading
     python benchmarks/hop_reading.py --split musique_tune --phrasing planner --count
+
+Why one module of this length: the items, the arms that read them and the rows they leave share
+``HopItem`` and the row key a resumed run skips by (``_row_key``), and ``--summary`` reads the
+same rows back, so the pieces change together. How a recorded planner query is matched to a
+gold hop is not here but in ``planning.py`` (``planner_hops``), so the two benchmarks agree.
 """
 
 from __future__ import annotations
@@ -54,9 +59,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from findings_prompt_ab import restates  # the restated-subject count of findings-prompt.md
-from hop_phrasing import ROWS, planner_hops, rows_by_question, searched
 from langchain_core.language_models import BaseChatModel
+from planning import planner_hops, rows_by_question
 
 import prompts
 from agent.checks.escalation import answer_logprobs
@@ -85,6 +89,13 @@ SPLITS: dict[str, tuple[Path, int, int | None]] = {
     "2wiki_report": (TWOWIKI, 0, None),
 }
 PHRASINGS = ("gold", "planner", "gold_matched", "asked")
+RECORDED = Path(__file__).resolve().parents[1] / "evals" / "results" / "v4"
+# split -> the recorded ``full`` run whose planner queries phrase its hops (``--phrasing``)
+ROWS: dict[str, Path] = {
+    "musique_tune": RECORDED / "tune" / "musique" / "full" / "details.jsonl",
+    "musique_report": RECORDED / "musique" / "full" / "details.jsonl",
+    "2wiki_report": RECORDED / "2wiki" / "full" / "details.jsonl",
+}
 _REF = re.compile(r"#(\d+)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PREPOSITIONS = {"with", "in", "of", "by", "for", "to", "at", "on", "from", "into", "as"}
@@ -249,11 +260,17 @@ def _paragraphs(question: EvalQuestion) -> dict[str, tuple[str, str]]:
     return dict(zip(question.passage_ids(), question.paragraphs, strict=True))
 
 
+def searched(sub: dict[str, Any]) -> bool:
+    """Whether a recorded query was searched: a query left waiting on an answer that never
+    came keeps round 0 and its ``#n``, and has no text as searched."""
+    return int(sub.get("round") or 0) > 0 and not _REF.search(str(sub.get("query", "")))
+
+
 def planner_items(
     question: EvalQuestion, gold: list[HopItem], row: dict[str, Any] | None
 ) -> list[HopItem]:
     """The question's gold hops as its recorded planner run asked them: for each gold item
-    whose hop a searched planner query matches (``hop_phrasing.planner_hops``), the same item
+    whose hop a searched planner query matches (``planning.planner_hops``), the same item
     with the query's text as searched, its distractors ranked for that text, the gold paragraph
     at the gold item's position; hops the planner never asked make no item."""
     if row is None:
@@ -283,7 +300,7 @@ def split_items(
 ) -> list[HopItem]:
     """Every hop of the split's questions (``sample``: that many, drawn with seed 0, in file
     order), gold positions cycling over the whole split. ``planner``: those of the sampled hops
-    the recorded run's planner asked (``rows``, else ``hop_phrasing.ROWS``), phrased as it
+    the recorded run's planner asked (``rows``, else ``ROWS``), phrased as it
     searched them; ``gold_matched``: the same hops as gold phrases them."""
     path, first, last = SPLITS[split]
     questions = load_questions(path, resolve_format(path))[first:last]
@@ -328,6 +345,15 @@ Arm = Callable[[BaseChatModel, HopItem, RunScope], Awaitable[Read]]
 
 def shown_text(item: HopItem, hits: list[Hit] | None = None) -> str:
     return numbered_passages(hits or item.hits(), max_chars=CHARS, query=item.text, titled=True)
+
+
+def restates(answer: str, query: str) -> bool:
+    """The reply repeats the query's own words instead of answering ("father of X" -> "X"), the
+    commonest failure of the findings call on v4's rows (``results/findings-prompt.md``)."""
+    words = answer.casefold().split()
+    return bool(words) and (
+        answer.casefold() in query.casefold() or all(w in query.casefold() for w in words[:2])
+    )
 
 
 async def read_findings(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:

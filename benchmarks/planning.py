@@ -2,8 +2,7 @@
 question's gold chain (one model call a question; or no call at all, on a run's recorded plans).
 
 A chain resolves only if its plan asks each gold hop, about the right subject, with each later
-hop linked (``#n``) to the hop whose answer it needs. ``benchmarks/decompose_ab.py`` scores a
-plan's shape (its depth, its query count); this scores it against the gold hops:
+hop linked (``#n``) to the hop whose answer it needs. Plans are scored against the gold hops:
 
 - MuSiQue: ``question_decomposition``; a step naming ``#k`` needs hop k, the others name their
   subject (the step's words that the question also holds).
@@ -18,10 +17,10 @@ matched hop k; it is *asked* when that query also holds a word of the hop's rela
 prefixes: "directed" asks "director"). A plan *matches the chain* when every gold hop is
 matched; ``relations`` counts plans whose every hop is also asked.
 
-Plans come from the model (``--live``: the decompose node's prompt and rules, as
-``decompose_ab.py`` plans) or from a run's recorded rows (``--rows RUN_DIR``: the queries the
-decompose step wrote, ``origin == "decompose"``, with their recorded links), so today's planner
-has a baseline at no model cost. The same halves as the report slices: MuSiQue 1-87 tune and
+Plans come from the model (``--live``: the decompose node's prompt and rules, ``live_plan``) or
+from a run's recorded rows (``--rows RUN_DIR``: the queries the decompose step wrote,
+``origin == "decompose"``, with their recorded links), so today's planner has a baseline at no
+model cost. The same halves as the report slices: MuSiQue 1-87 tune and
 88-174 report, 2Wiki ``dev_163_official`` report, HotpotQA ``_a`` tune and ``_b`` report.
 
     python benchmarks/planning.py --split musique_report --rows evals/results/v4/musique/full
@@ -43,7 +42,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.planner.queries import MAX_QUERIES_PER_CALL, residual_query
+from agent.planner.queries import (
+    MAX_QUERIES_PER_CALL,
+    clean_queries,
+    kept_queries,
+    plan_sub_queries,
+    residual_hop,
+    residual_query,
+)
+from agent.rules.question import Question
 from agent.rules.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from searchers.text import STOPWORDS, WORD, fold, stem
@@ -211,6 +218,26 @@ def recorded_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def rows_by_question(path: Path) -> dict[str, dict[str, Any]]:
+    """A run's rows (``recorded_rows``) by question id."""
+    return {row["id"]: row for row in recorded_rows(path)}
+
+
+def planner_hops(question: EvalQuestion, row: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """1-based gold hop -> the recorded decompose query ``judge`` matches to it (searched or
+    not), with ``asked``: whether that query also holds a word of the hop's relation (a query
+    linked to the right hop may still ask another relation of it). The hop reading benchmark's
+    planner phrasing reads hops through this, so both benchmarks agree on which query asks
+    which hop."""
+    subs = decompose_queries(row)
+    verdict = judge(gold_steps(question), recorded_plan(subs))
+    return {
+        n: {**subs[m], "asked": asked}
+        for n, (m, asked) in enumerate(zip(verdict.matched, verdict.asked, strict=True), start=1)
+        if m is not None
+    }
+
+
 def stored_plans(path: Path) -> dict[str, list[PlannedQuery]]:
     """question id -> plan, from a ``--plans`` file (``plan_rows``): a live run's plans scored
     again, or with a rule replayed on them (``--residual``), at no call."""
@@ -228,9 +255,9 @@ def recorded_plans(run: Path) -> dict[str, list[PlannedQuery]]:
 
 
 def with_residual(question: EvalQuestion, plan: list[PlannedQuery]) -> list[PlannedQuery]:
-    """A recorded plan with the residual last hop today's decompose node adds
-    (``PlannerSettings.residual_hop``), judged on the recorded links: a replay of the rule on
-    plans made without it, no call."""
+    """A recorded plan with the residual last hop today's decompose node always adds
+    (``agent.planner.queries.residual_hop``), judged on the recorded links: a replay of the rule
+    on plans recorded before it, no call."""
     if relation_plan(question.question) is not None:  # planned by rule: the node adds none
         return plan
     found = residual_query([q.text for q in plan], [set(q.needs) for q in plan], question.question)
@@ -312,12 +339,42 @@ def questions_of(split: str) -> list[EvalQuestion]:
     return load_questions(path, resolve_format(path))[first:last]
 
 
-async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQuery]]:
-    """The decompose call and its rules on each question (``decompose_ab.plan_one``); a
-    question a family relation plans by rule is planned by that rule, as the planner does."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import decompose_ab
+async def live_plan(chat: Any, question: str, slots: asyncio.Semaphore) -> list[PlannedQuery]:
+    """A model's plan of ``question`` as the decompose node makes it: one call of its prompt
+    (the worked plans of the question's shape), then its rules: the queries kept (cleaned, on
+    the question's topic, bare names folded in), the residual last hop added, the question
+    itself when nothing is kept (also when the call fails), and each query linked to the
+    earlier ones its ``#n``, written or implicit, names."""
+    import prompts
+    from agent.planner.decompose import QueryPlan
+    from agent.planner.examples import plan_examples
+    from searchers.searcher import RunScope
+    from searchers.structured_calls import ask
 
+    read = Question.read(question)
+    messages = prompts.render(
+        "decompose",
+        question=question,
+        max_queries=MAX_QUERIES_PER_CALL,
+        examples=plan_examples(read.shape),
+        conversation="",
+    )
+    async with slots:
+        reply = await ask(
+            chat, QueryPlan, messages, scope=RunScope(llm_timeout_s=300), step="decompose"
+        )
+    raw = [str(q) for q in reply.value.queries] if reply.value else []
+    pairs = kept_queries(raw, read, MAX_QUERIES_PER_CALL)
+    pairs = residual_hop(pairs, question, MAX_QUERIES_PER_CALL)
+    pairs = pairs or clean_queries([question], set(), 1)
+    ready, waiting = plan_sub_queries(pairs, 0, "decompose")
+    planned = sorted(ready + waiting, key=lambda q: int(q["id"][1:]))
+    return recorded_plan([dict(q) for q in planned])
+
+
+async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQuery]]:
+    """Each question planned now (``live_plan``), ten at a time on the configured slots; a
+    question a family relation plans by rule is planned by that rule, as the planner does."""
     from agent.runtime.chat_models import build_chat_model
     from agent.settings import Settings
 
@@ -331,14 +388,12 @@ async def live_plans(questions: list[EvalQuestion]) -> dict[str, list[PlannedQue
                 rule = relation_plan(q.question)
                 if rule is not None:
                     plans[q.id] = planned_queries([str(x) for x in rule])
-                    continue
-                batch.append(decompose_ab.Plan(q, "live"))
-            residual = settings.planner.residual_hop
-            await asyncio.gather(
-                *(decompose_ab.plan_one(handle.model, p, slots, residual=residual) for p in batch)
+                else:
+                    batch.append(q)
+            planned = await asyncio.gather(
+                *(live_plan(handle.model, q.question, slots) for q in batch)
             )
-            for p in batch:
-                plans[p.question.id] = planned_queries(p.queries)
+            plans.update({q.id: plan for q, plan in zip(batch, planned, strict=True)})
             print(f"planned {min(start + 10, len(questions))}/{len(questions)}", flush=True)
     return plans
 

@@ -470,8 +470,8 @@ def planner_record(result: AskResult) -> dict[str, Any]:
     stopped, and its atomic queries (with ``id``, what "needs" and "replaces" name). Without it
     a run's cost cannot be split between the first round and the follow-ups, or a wrong answer
     traced to the query that went astray. The shown passages are kept by title and by id:
-    titles repeat in MuSiQue, so a rereading of the rows (benchmarks/open_answer_ab.py) can
-    tell which paragraph was shown."""
+    titles repeat in MuSiQue, so a rereading of the rows can tell which paragraph was
+    shown."""
     record = result.to_json(with_trace=False, omit=ROW_OMITS)
     drafted = {key: record.pop(key) for key in DRAFT_FIELDS}
     return {

@@ -3,6 +3,7 @@ triples and HotpotQA's supporting titles, and plans judged against them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +12,7 @@ import pytest
 
 from evals.datasets import EvalQuestion, GoldHop
 from tests.benchmark_module import load_benchmark
+from tests.routed_chat import RoutedChatModel
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +107,27 @@ def test_rows_recorded_without_query_ids_number_them_by_place(bench: ModuleType)
     plan = bench.recorded_plan(recorded)
     assert [p.needs for p in plan] == [(), (0,)]
     assert bench.judge(bench.gold_steps(musique()), plan).chain
+
+
+def live(bench: ModuleType, question: str, *queries: str) -> list:
+    chat = RoutedChatModel(routes={"decompose": json.dumps({"queries": list(queries)})})
+    return asyncio.run(bench.live_plan(chat, question, asyncio.Semaphore(1)))
+
+
+def test_a_live_plan_goes_through_the_decompose_node_s_rules(bench: ModuleType) -> None:
+    question = musique().question
+    plan = live(bench, question, "performer of Country Man", "spouse of #1")
+    assert [(p.text, p.needs) for p in plan] == [
+        ("performer of Country Man", ()),
+        ("spouse of #1", (0,)),
+    ]
+    assert bench.judge(bench.gold_steps(musique()), plan).relations
+    # a bridge no later query builds on: the residual last hop asks the question over it
+    atlas = "Where did the author of The Lantern Atlas think Venus was in relation to the sun?"
+    plan = live(bench, atlas, "author of The Lantern Atlas", "Venus")
+    assert [(p.text, p.needs) for p in plan][-1] == (
+        "Where did the #1 think Venus was in relation to the sun?",
+        (0,),
+    )
+    # nothing kept (a failed call, or only copies): the question itself is searched
+    assert [p.text for p in live(bench, question)] == [question]
