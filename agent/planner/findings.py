@@ -94,7 +94,7 @@ async def read_query(
     scope: RunScope,
 ) -> Reply[ReaderReply]:
     """One query read by one-call RAG's reader over its passages, windowed as the findings
-    call windows them (``findings_call="reader"``; measured in ``benchmarks/results/findings-prompt.md``)."""
+    call windows them (``findings_call="reader"``; ``benchmarks/results/findings-prompt.md``)."""
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
     return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
 
