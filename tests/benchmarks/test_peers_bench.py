@@ -86,6 +86,8 @@ def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
 ) -> None:
     calls: list[tuple[str, str]] = []
     monkeypatch.setattr(peers, "pipelines_to_run", lambda names: ["draft-first", "bm25", "x"])
+    # the order is the point, not the question files (a clone has no ../shared)
+    monkeypatch.setattr(peers, "missing_dataset_files", lambda runs, data: [])
 
     def call(command: list[str]) -> int:
         calls.append(
