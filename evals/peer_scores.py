@@ -108,7 +108,10 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "were made interleaved in one session (a few questions of each pipeline in turn), so "
         "seconds compare within a slice. *No search*: the questions the peer answered without one "
         "search (LangChain's ReAct agent on this model: it answers without calling its tool, "
-        "or writes the call as text that the server does not parse as one).",
+        "or writes the call as text that the server does not parse as one: the model's chat "
+        'template shows the call\'s format as `{{"name": ..., "arguments": ...}}`, its '
+        "Jinja braces printed literally, and the 1.5B copies the doubled braces without the "
+        "`<tool_call>` tags llama.cpp's parser looks for).",
         "",
         "The plumbing check (`peer-standard`, FlashRAG's one call, against hoptree's `bm25` on the "
         "same retrieval) is taken apart in `peer-plumbing.md` (`benchmarks/peer_plumbing.py`): "
