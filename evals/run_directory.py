@@ -90,7 +90,7 @@ _SECTION_KEYS = {("router", "policy"): "router"}
 
 
 def _flat(key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict) or key == "searchers":
+    if not isinstance(value, dict):
         return {key: value}
     return {_SECTION_KEYS.get((key, sub), f"{key}_{sub}"): inner for sub, inner in value.items()}
 
