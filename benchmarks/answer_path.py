@@ -1,0 +1,297 @@
+"""Where hoptree's default stands on the answer path, per slice: the draft, the final answer and
+the best one call on the same questions, how often the router planned and how often the plan
+changed the answer, and the seconds. Read from recorded rows: no model call.
+
+Issue 65 asks for these figures on every tuning slice, on the documentation set and on the
+fresh report slices, in ``benchmarks/results/answer-path.json``. Each slice names its default
+run (``draft-first``, the default of the code it was recorded at) and its one-call runs (``bm25``,
+``hybrid``; an ``oracle`` where one was run, for the headroom). Every figure is on the questions
+all of them answered, paired by id:
+
+- ``draft_f1``: the draft's own short answer (``planner.draft.short_answer``) scored as the final
+  answer is; ``default_f1``: the final answer;
+- ``best_one_call``: the one-call run with the higher F1 on these questions, ``one_call_f1`` its
+  F1; ``delta``, ``ci_low``, ``ci_high``: default minus it, with the paired 95% bootstrap interval
+  (percentage points), ``wins``/``losses`` the default's; ``draft``: the same for the draft;
+- ``planned``: questions the router sent to the plan; ``changed``: questions whose final answer
+  is not the draft's (normalised);
+- ``median_s``: the final answer's seconds, ``first_answer_median_s``: the draft's
+  (``planner.first_answer_s``). Seconds are the run's own: two questions at once on most runs,
+  with other work on the machine on some, so they compare within a run only.
+
+A slice whose one-call run is missing is reported with what it has, and says so.
+
+    python benchmarks/answer_path.py   # writes benchmarks/results/answer-path.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evals.metrics import best_f1
+from evals.paired import headroom_captured, paired_diff
+from evals.peer_scores import rows_of
+from searchers.text import normalize_answer_folded
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "evals" / "results"
+OUT = ROOT / "benchmarks" / "results" / "answer-path.json"
+
+
+@dataclass(frozen=True)
+class SliceRuns:
+    """One slice: its group (tuning, documentation, fresh report) and its runs under
+    ``evals/results``."""
+
+    group: str
+    default: str
+    one_calls: Mapping[str, str]  # pipeline -> run folder
+    oracle: str | None = None
+    note: str = ""
+
+
+# the tuning slices' default: questions 1-20 as recorded for the replay proof by 0b9d867, whose
+# answers today's code repeats call for call (evals/results/v9/replay)
+TODAY = "1-20, today's answers (the replay proof's recording)"
+SLICES: dict[str, SliceRuns] = {
+    "tune/hotpotqa": SliceRuns(
+        "tuning",
+        "v9/replay/before-0b9d867/hotpotqa/draft-first",
+        {"bm25": "v4/tune/hotpotqa/bm25", "hybrid": "v4/tune/hotpotqa/hybrid"},
+        note=TODAY,
+    ),
+    "tune/2wiki": SliceRuns(
+        "tuning",
+        "v9/replay/before-0b9d867/2wiki/draft-first",
+        {"bm25": "v4/tune/2wiki/bm25", "hybrid": "v4/tune/2wiki/hybrid"},
+        "v4/tune/2wiki/oracle",
+        TODAY,
+    ),
+    "tune/musique": SliceRuns(
+        "tuning",
+        "v9/replay/before-0b9d867/musique/draft-first",
+        {"bm25": "v4/tune/musique/bm25", "hybrid": "v4/tune/musique/hybrid"},
+        "v4/tune/musique/oracle",
+        TODAY,
+    ),
+    "hotpotqa_b": SliceRuns(
+        "tuning",
+        "v7/hotpotqa_b/draft-first",
+        {"bm25": "v4/hotpotqa_b/bm25", "hybrid": "v4/hotpotqa_b/hybrid"},
+        "v4/hotpotqa_b/oracle",
+        "the former report slice, read while the planner was designed",
+    ),
+    "2wiki": SliceRuns(
+        "tuning",
+        "v7/2wiki/draft-first",
+        {"bm25": "v4/2wiki/bm25", "hybrid": "v4/2wiki/hybrid"},
+        "v4/2wiki/oracle",
+        "the former report slice, read while the planner was designed",
+    ),
+    "musique": SliceRuns(
+        "tuning",
+        "v7/musique/draft-first",
+        {"bm25": "v4/musique/bm25", "hybrid": "v4/musique/hybrid"},
+        "v4/musique/oracle",
+        "the former report slice, read while the planner was designed",
+    ),
+    "docs/apache-httpd": SliceRuns(
+        "documentation",
+        "docs/apache-httpd/draft-first",
+        {"bm25": "docs/apache-httpd/bm25", "hybrid": "docs/apache-httpd/hybrid"},
+    ),
+    "fresh/hotpotqa": SliceRuns(
+        "fresh report",
+        "peers/fresh/hotpotqa/draft-first",
+        {"bm25": "peers/fresh/hotpotqa/bm25", "hybrid": "peers/fresh/hotpotqa/hybrid"},
+        "peers/fresh/hotpotqa/oracle",
+    ),
+    "fresh/2wiki": SliceRuns(
+        "fresh report",
+        "peers/fresh/2wiki/draft-first",
+        {"bm25": "peers/fresh/2wiki/bm25", "hybrid": "peers/fresh/2wiki/hybrid"},
+        "peers/fresh/2wiki/oracle",
+    ),
+    "fresh/musique": SliceRuns(
+        "fresh report",
+        "peers/fresh/musique/draft-first",
+        {"bm25": "peers/fresh/musique/bm25", "hybrid": "peers/fresh/musique/hybrid"},
+        "peers/fresh/musique/oracle",
+    ),
+}
+
+
+def draft_answer(row: Mapping[str, Any]) -> str | None:
+    """The draft's short answer, or None for a row without a draft (a failed run)."""
+    draft = (row.get("planner") or {}).get("draft")
+    if not draft:
+        return None
+    return str(draft.get("short_answer") or "")
+
+
+def planned(row: Mapping[str, Any]) -> bool:
+    draft = (row.get("planner") or {}).get("draft") or {}
+    return bool((draft.get("decision") or {}).get("escalate"))
+
+
+def changed(row: Mapping[str, Any]) -> bool:
+    """The final answer is not the draft's (normalised, so "the Beatles" is "Beatles")."""
+    draft = draft_answer(row) or ""
+    return normalize_answer_folded(draft) != normalize_answer_folded(str(row.get("prediction", "")))
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def _f1(rows: Mapping[str, Mapping[str, Any]], ids: Sequence[str]) -> dict[str, float]:
+    return {i: float(rows[i].get("f1") or 0.0) for i in ids}
+
+
+def _mean(scores: Mapping[str, float]) -> float:
+    return round(100.0 * sum(scores.values()) / len(scores), 1)
+
+
+def _seconds(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """Median seconds of the final answer and of the first (the draft's)."""
+    final = [float(r.get("seconds") or 0.0) for r in rows]
+    first = [float((r.get("planner") or {}).get("first_answer_s") or 0.0) for r in rows]
+    return _median(final), _median(first)
+
+
+def _against(run: Mapping[str, float], reference: Mapping[str, float]) -> dict[str, Any]:
+    d = paired_diff(run, reference)
+    return {
+        "delta": round(d.mean, 1),
+        "ci_low": round(d.low, 1),
+        "ci_high": round(d.high, 1),
+        "wins": d.wins,
+        "losses": d.losses,
+    }
+
+
+def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | None:
+    """The figures of one slice on the questions its default and every one-call run answered;
+    None when the default run is missing or shares no question with them."""
+    default = {
+        i: r for i, r in rows_of(results / runs.default).items() if draft_answer(r) is not None
+    }
+    recorded = {name: rows_of(results / path) for name, path in runs.one_calls.items()}
+    one_calls = {name: rows for name, rows in recorded.items() if rows}
+    ids = sorted(set(default).intersection(*(set(rows) for rows in one_calls.values())))
+    if not ids:
+        return None
+    rows = [default[i] for i in ids]
+    final = _f1(default, ids)
+    draft = {
+        i: best_f1(draft_answer(default[i]) or "", default[i].get("answers") or []) for i in ids
+    }
+    median_s, first_s = _seconds(rows)
+    out: dict[str, Any] = {
+        "group": runs.group,
+        "n": len(ids),
+        "draft_f1": _mean(draft),
+        "default_f1": _mean(final),
+        "best_one_call": None,
+        "one_call_f1": None,
+        "delta": None,
+        "ci_low": None,
+        "ci_high": None,
+        "planned": sum(planned(r) for r in rows),
+        "changed": sum(changed(r) for r in rows),
+        "median_s": median_s,
+        "first_answer_median_s": first_s,
+        "one_calls": {name: _mean(_f1(rows, ids)) for name, rows in one_calls.items()},
+        "missing_one_calls": sorted(set(recorded) - set(one_calls)),
+        "runs": {"default": runs.default, **{k: runs.one_calls[k] for k in one_calls}},
+    }
+    if one_calls:
+        best = max(one_calls, key=lambda name: (_mean(_f1(one_calls[name], ids)), name))
+        reference = _f1(one_calls[best], ids)
+        out.update(best_one_call=best, one_call_f1=_mean(reference), **_against(final, reference))
+        out["draft"] = _against(draft, reference)
+    oracle = rows_of(results / runs.oracle) if runs.oracle else {}
+    if oracle and out["one_call_f1"] is not None and set(ids) <= set(oracle):
+        out["oracle_f1"] = _mean(_f1(oracle, ids))
+        captured = headroom_captured(out["default_f1"], out["one_call_f1"], out["oracle_f1"])
+        out["headroom_captured"] = None if captured is None else round(captured, 1)
+        out["runs"]["oracle"] = runs.oracle
+    if runs.note:
+        out["note"] = runs.note
+    return out
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
+    lines = [
+        "# The answer path: draft, default and the best one call",
+        "",
+        "From recorded rows (`python benchmarks/answer_path.py`, no model call). Δ is default",
+        "minus the best one call on the same questions, with the paired 95% bootstrap interval",
+        "and hoptree's wins/losses; *draft Δ* the draft minus the same one call. *Planned*: the",
+        "router sent the question to the plan; *changed*: the final answer is not the draft's.",
+        "Seconds are each run's own (mostly two questions at once; see each run's `report.md`)",
+        "and compare only within a run.",
+        "",
+        "| slice | group | n | draft | default | best one call | Δ default [95% CI] W/L "
+        "| draft Δ [95% CI] | planned | changed | median s | first answer s | headroom |",
+        "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, f in figures.items():
+        best = f"{f['best_one_call']} {f['one_call_f1']}" if f["best_one_call"] else "(none run)"
+        delta = (
+            f"{f['delta']:+.1f} [{f['ci_low']:+.1f}, {f['ci_high']:+.1f}] {f['wins']}/{f['losses']}"
+            if f["delta"] is not None
+            else ""
+        )
+        d = f.get("draft")
+        draft_delta = f"{d['delta']:+.1f} [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" if d else ""
+        headroom = f.get("headroom_captured")
+        lines.append(
+            f"| {name} | {f['group']} | {f['n']} | {f['draft_f1']} | {f['default_f1']} | {best} "
+            f"| {delta} | {draft_delta} | {f['planned']} | {f['changed']} "
+            f"| {_cell(f['median_s'])} | {_cell(f['first_answer_median_s'])} "
+            f"| {'' if headroom is None else f'{headroom}%'} |"
+        )
+    lines += ["", "Runs (under `evals/results/`):", ""]
+    for name, f in figures.items():
+        runs = ", ".join(f"{k} `{v}`" for k, v in f["runs"].items())
+        extra = f"; not run: {', '.join(f['missing_one_calls'])}" if f["missing_one_calls"] else ""
+        note = f" ({f['note']})" if f.get("note") else ""
+        lines.append(f"- {name}{note}: {runs}{extra}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    figures = {}
+    for name, runs in SLICES.items():
+        f = slice_figures(runs, args.results)
+        if f is None:
+            print(f"{name}: no rows yet ({runs.default})", file=sys.stderr)
+            continue
+        figures[name] = f
+    args.out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    text = markdown(figures)
+    args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
