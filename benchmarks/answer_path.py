@@ -171,9 +171,9 @@ def _seconds(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | N
 def _against(run: Mapping[str, float], reference: Mapping[str, float]) -> dict[str, Any]:
     d = paired_diff(run, reference)
     return {
-        "delta": round(d.mean, 1),
-        "ci_low": round(d.low, 1),
-        "ci_high": round(d.high, 1),
+        "delta": round(d.mean, 1) + 0.0,
+        "ci_low": round(d.low, 1) + 0.0,
+        "ci_high": round(d.high, 1) + 0.0,
         "wins": d.wins,
         "losses": d.losses,
     }
