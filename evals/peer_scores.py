@@ -111,7 +111,10 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "or writes the call as text that the server does not parse as one: the model's chat "
         'template shows the call\'s format as `{{"name": ..., "arguments": ...}}`, its '
         "Jinja braces printed literally, and the 1.5B copies the doubled braces without the "
-        "`<tool_call>` tags llama.cpp's parser looks for).",
+        "`<tool_call>` tags llama.cpp's parser looks for; LlamaIndex's multi-step engine: "
+        'asked for its first sub-question, the 1.5B answers "None", which the engine reads as '
+        'nothing left to ask, so it stops before any retrieval and answers "Empty Response"). '
+        "LlamaIndex's rows were run after the others on the same questions, not interleaved.",
         "",
         "The plumbing check (`peer-standard`, FlashRAG's one call, against hoptree's `bm25` on the "
         "same retrieval) is taken apart in `peer-plumbing.md` (`benchmarks/peer_plumbing.py`): "
