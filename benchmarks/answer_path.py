@@ -14,7 +14,8 @@ all of them answered, paired by id:
   F1; ``delta``, ``ci_low``, ``ci_high``: default minus it, with the paired 95% bootstrap interval
   (percentage points), ``wins``/``losses`` the default's; ``draft``: the same for the draft;
 - ``planned``: questions the router sent to the plan; ``changed``: questions whose final answer
-  is not the draft's (normalised);
+  is not the draft's (normalised); ``planned_unchanged``: planned, and the answer not changed
+  (the issue asks for the plan on at most half of the questions it does not change);
 - ``median_s``: the final answer's seconds, ``first_answer_median_s``: the draft's
   (``planner.first_answer_s``). Seconds are the run's own: two questions at once on most runs,
   with other work on the machine on some, so they compare within a run only.
@@ -208,6 +209,7 @@ def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | 
         "ci_high": None,
         "planned": sum(planned(r) for r in rows),
         "changed": sum(changed(r) for r in rows),
+        "planned_unchanged": sum(planned(r) and not changed(r) for r in rows),
         "median_s": median_s,
         "first_answer_median_s": first_s,
         "one_calls": {name: _mean(_f1(rows, ids)) for name, rows in one_calls.items()},
@@ -246,8 +248,9 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
         "and compare only within a run.",
         "",
         "| slice | group | n | draft | default | best one call | Δ default [95% CI] W/L "
-        "| draft Δ [95% CI] | planned | changed | median s | first answer s | headroom |",
-        "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|",
+        "| draft Δ [95% CI] | planned | changed | planned, unchanged | median s | first answer s "
+        "| headroom |",
+        "|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, f in figures.items():
         best = f"{f['best_one_call']} {f['one_call_f1']}" if f["best_one_call"] else "(none run)"
@@ -262,6 +265,7 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
         lines.append(
             f"| {name} | {f['group']} | {f['n']} | {f['draft_f1']} | {f['default_f1']} | {best} "
             f"| {delta} | {draft_delta} | {f['planned']} | {f['changed']} "
+            f"| {f['planned_unchanged']}/{f['n'] - f['changed']} "
             f"| {_cell(f['median_s'])} | {_cell(f['first_answer_median_s'])} "
             f"| {'' if headroom is None else f'{headroom}%'} |"
         )

@@ -57,6 +57,7 @@ def test_figures_pair_the_draft_the_default_and_the_better_one_call(tmp_path: Pa
     assert f["delta"] == 0.0 and (f["wins"], f["losses"]) == (0, 0)
     assert f["draft"]["delta"] == round(-100 / 3, 1) and f["draft"]["losses"] == 1
     assert (f["planned"], f["changed"]) == (2, 1)  # "the Lyon" is "Lyon" normalised
+    assert f["planned_unchanged"] == 1
     assert f["median_s"] == 20.0 and f["first_answer_median_s"] == 5.0
     assert f["missing_one_calls"] == ["dense"]
 
