@@ -16,7 +16,7 @@ earlier one, so they are applied here in one place and in this order:
 
 "Yes" or "no" answers only a yes/no question: a hop's finding "Yes" is no chain's answer, and a
 short answer "Yes" to any other question is not grounded, so a draft or a plan's answer that
-reads something else is preferred to it (``_says_yes_or_no``).
+reads something else is preferred to it (``says_yes_or_no``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def settle_short_answer(
     short = pick_choice(short, long, question.choices)
     offers_choices = bool(question.choices)
     bridged_to = None if offers_choices else last_hop(short, hops, asks_when=question.asks_when)
-    if bridged_to is not None and _says_yes_or_no(bridged_to, question):
+    if bridged_to is not None and says_yes_or_no(bridged_to, question):
         bridged_to = None
     if bridged_to is not None:
         short, grounded = bridged_to, True
@@ -71,7 +71,7 @@ def settle_short_answer(
         if follow_chain and not question.yes_no and not offers_choices
         else None
     )
-    if chained is not None and _says_yes_or_no(chained, question):
+    if chained is not None and says_yes_or_no(chained, question):
         chained = None
     if chained is not None:
         # the chain's end is a supported finding: the answer rests on it whether the reader
@@ -83,12 +83,12 @@ def settle_short_answer(
     comparison = resolve(question, [(f.query, f.answer) for f in findings])
     if comparison is not None:
         short, grounded = comparison.picked, True
-    if _says_yes_or_no(short, question):
+    if says_yes_or_no(short, question):
         grounded = False
     return ShortAnswer(short, grounded, bridged_to, chained, comparison)
 
 
-def _says_yes_or_no(answer: str, question: Question) -> bool:
+def says_yes_or_no(answer: str, question: Question) -> bool:
     """``answer`` is "yes" or "no" and ``question`` asks something else. The 1.5B reader answers
     a hop phrased as a phrase ("nominated for Walter Huston", "military expedition in Beijing")
     with "Yes", and a resolved chain then ended on it, over a reader that had written the right
