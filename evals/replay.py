@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.checks.chains import last_hop
 from agent.checks.comparison import resolve
+from agent.checks.short_answer import says_yes_or_no
 from agent.planner.plan import Plan
 from agent.planner.state import FindingRecord, SubQuery, query_key
 from agent.rules.question import Question
@@ -79,16 +80,34 @@ def row_plan(row: Mapping[str, Any]) -> Plan:
 def replayed_prediction(row: Mapping[str, Any]) -> str:
     """The short answer today's rules give the row's recorded findings and prediction."""
     short = str(row.get("prediction") or "")
-    if not row.get("planner"):
+    record = row.get("planner")
+    if not record:
         return short  # not a planner row: nothing to replay
     question = Question.read(str(row["question"]))
     plan = row_plan(row)
     hops = plan.hops()
     if not question.choices:
-        short = last_hop(short, hops, asks_when=question.asks_when) or short
+        moved = last_hop(short, hops, asks_when=question.asks_when)
+        short = moved if moved and not says_yes_or_no(moved, question) else short
     findings = [(f.query, f.answer) for f in plan.supported_findings()]
     comparison = resolve(question, findings)
-    return comparison.picked if comparison is not None else short
+    short = comparison.picked if comparison is not None else short
+    return _not_yes_or_no(short, question, record)
+
+
+def _not_yes_or_no(short: str, question: Question, record: Mapping[str, Any]) -> str:
+    """A "yes"/"no" answer to a question that asks something else is no answer
+    (``short_answer.says_yes_or_no``): the reader's own answer where the recorded chain ended on
+    "yes" over it, else the draft where there was one, which the final choice then keeps."""
+    if not says_yes_or_no(short, question):
+        return short
+    check = record.get("citation_check") or {}
+    written = str(check.get("short_answer_written") or "")
+    ended_on_yes = says_yes_or_no(str(check.get("chain_end") or ""), question)
+    if ended_on_yes and written and not says_yes_or_no(written, question):
+        return written
+    draft = str((record.get("draft") or {}).get("short_answer") or "")
+    return draft if draft and not says_yes_or_no(draft, question) else short
 
 
 def replay_markdown(runs: Sequence[Path]) -> str:

@@ -13,6 +13,10 @@ earlier one, so they are applied here in one place and in this order:
 5. put in the unit the question asks for, 1710 as "18th century" (``chains.in_asked_unit``);
 6. an "A or B?" question with a date or a number found for each: computed, not read
    (``comparison.resolve``).
+
+"Yes" or "no" answers only a yes/no question: a hop's finding "Yes" is no chain's answer, and a
+short answer "Yes" to any other question is not grounded, so a draft or a plan's answer that
+reads something else is preferred to it (``says_yes_or_no``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.comparison import Comparison, pick_choice, resolve
 from agent.checks.evidence import Finding
 from agent.rules.question import Question
+from searchers.text import normalize_answer_folded
+from searchers.verification import YES_NO
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ def settle_short_answer(
     short = pick_choice(short, long, question.choices)
     offers_choices = bool(question.choices)
     bridged_to = None if offers_choices else last_hop(short, hops, asks_when=question.asks_when)
+    if bridged_to is not None and says_yes_or_no(bridged_to, question):
+        bridged_to = None
     if bridged_to is not None:
         short, grounded = bridged_to, True
     chained = (
@@ -63,6 +71,8 @@ def settle_short_answer(
         if follow_chain and not question.yes_no and not offers_choices
         else None
     )
+    if chained is not None and says_yes_or_no(chained, question):
+        chained = None
     if chained is not None:
         # the chain's end is a supported finding: the answer rests on it whether the reader
         # wrote it or not (a passage window the answer step was shown can miss the span that
@@ -73,4 +83,15 @@ def settle_short_answer(
     comparison = resolve(question, [(f.query, f.answer) for f in findings])
     if comparison is not None:
         short, grounded = comparison.picked, True
+    if says_yes_or_no(short, question):
+        grounded = False
     return ShortAnswer(short, grounded, bridged_to, chained, comparison)
+
+
+def says_yes_or_no(answer: str, question: Question) -> bool:
+    """``answer`` is "yes" or "no" and ``question`` asks something else. The 1.5B reader answers
+    a hop phrased as a phrase ("nominated for Walter Huston", "military expedition in Beijing")
+    with "Yes", and a resolved chain then ended on it, over a reader that had written the right
+    name. Replayed on 555 recorded default rows: 8 answers "Yes"/"No" to a wh-question, 2 of
+    them right once the rule holds (the reader's name, the draft's), none worse."""
+    return not question.yes_no and normalize_answer_folded(answer) in YES_NO

@@ -54,6 +54,29 @@ def test_the_rules_move_a_bridge_answer_and_compute_a_comparison() -> None:
     assert replayed_prediction(RAG) == "y"  # no planner record: nothing to replay
 
 
+def test_a_yes_to_a_wh_question_gives_way_to_the_readers_answer_or_the_draft() -> None:
+    hops = [
+        sub("place where the fight occurred", "Orsk"),
+        sub("expedition in Orsk", "Yes", ("q1",)),
+    ]
+    row = {
+        "id": "y1",
+        "question": "Who led the expedition in the place where the fight occurred?",
+        "answers": ["Ida Venn"],
+        "prediction": "Yes",
+        "planner": {
+            "sub_queries": hops,
+            "citation_check": {"chain_end": "Yes", "short_answer_written": "Ida Venn"},
+            "draft": {"short_answer": "Orsk"},
+        },
+    }
+    assert replayed_prediction(row) == "Ida Venn"  # the chain ended on "Yes" over the reader
+    read_yes = {**row, "planner": {**row["planner"], "citation_check": {}}}
+    assert replayed_prediction(read_yes) == "Orsk"  # the reader wrote "Yes": the draft stands
+    asked = {**read_yes, "question": "Did Ida Venn lead the expedition?"}
+    assert replayed_prediction(asked) == "Yes"  # a yes/no question keeps it
+
+
 def test_the_markdown_scores_recorded_and_replayed_answers(tmp_path: Path) -> None:
     run = tmp_path / "v3" / "full"
     run.mkdir(parents=True)

@@ -63,3 +63,21 @@ def test_a_comparison_the_findings_decide_is_computed_last() -> None:
     )
     assert (settled.text, settled.grounded) == ("Morgan Llywelyn", True)
     assert settled.comparison is not None and settled.comparison.picked == "Morgan Llywelyn"
+
+
+def test_yes_is_no_chains_answer_to_a_question_that_asks_something_else() -> None:
+    """The second hop ("military expedition in Beijing") was read as "Yes": the chain does not
+    end there, the reader's name stands, and a "Yes" the reader writes itself is not grounded
+    (a draft or another answer is then preferred), while a yes/no question keeps it."""
+    hops = [Hop("q1", (), None, "Beijing"), Hop("q2", ("q1",), None, "Yes")]
+    who = Question.read("Who led the military expedition in the city where the fight occurred?")
+    shown = [SourceText(1, "Chen Zheng", "Chen Zheng led a military expedition to Beijing.")]
+    settled = settle_short_answer("Chen Zheng", "", shown, who, hops, [], follow_chain=True)
+    assert (settled.text, settled.grounded, settled.chain_end) == ("Chen Zheng", True, None)
+    moved = settle_short_answer("Beijing", "", shown, who, hops, [], follow_chain=True)
+    assert moved.last_hop is None and moved.text == "Beijing"
+    written = settle_short_answer("Yes", "", shown, who, [], [], follow_chain=True)
+    assert (written.text, written.grounded) == ("Yes", False)
+    asked = Question.read("Did Chen Zheng lead a military expedition?")
+    kept = settle_short_answer("Yes", "", shown, asked, [], [], follow_chain=True)
+    assert (kept.text, kept.grounded) == ("Yes", True)
