@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evals.drafts import draft_of, escalated, first_answer_seconds
 from evals.metrics import best_f1
 from evals.paired import headroom_captured, paired_diff
 from evals.peer_scores import rows_of
@@ -133,15 +134,13 @@ SLICES: dict[str, SliceRuns] = {
 
 def draft_answer(row: Mapping[str, Any]) -> str | None:
     """The draft's short answer, or None for a row without a draft (a failed run)."""
-    draft = (row.get("planner") or {}).get("draft")
-    if not draft:
-        return None
-    return str(draft.get("short_answer") or "")
+    draft = draft_of(row)
+    return None if draft is None else str(draft.get("short_answer") or "")
 
 
 def planned(row: Mapping[str, Any]) -> bool:
-    draft = (row.get("planner") or {}).get("draft") or {}
-    return bool((draft.get("decision") or {}).get("escalate"))
+    """The router sent the question on to the plan (``evals.drafts.escalated``)."""
+    return escalated(row) is True
 
 
 def changed(row: Mapping[str, Any]) -> bool:
@@ -165,7 +164,7 @@ def _mean(scores: Mapping[str, float]) -> float:
 def _seconds(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
     """Median seconds of the final answer and of the first (the draft's)."""
     final = [float(r.get("seconds") or 0.0) for r in rows]
-    first = [float((r.get("planner") or {}).get("first_answer_s") or 0.0) for r in rows]
+    first = [t for t in map(first_answer_seconds, rows) if t is not None]
     return _median(final), _median(first)
 
 
@@ -197,6 +196,7 @@ def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | 
         i: best_f1(draft_answer(default[i]) or "", default[i].get("answers") or []) for i in ids
     }
     median_s, first_s = _seconds(rows)
+    one_call_f1 = {name: _mean(_f1(scored, ids)) for name, scored in one_calls.items()}
     out: dict[str, Any] = {
         "group": runs.group,
         "n": len(ids),
@@ -212,14 +212,14 @@ def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | 
         "planned_unchanged": sum(planned(r) and not changed(r) for r in rows),
         "median_s": median_s,
         "first_answer_median_s": first_s,
-        "one_calls": {name: _mean(_f1(rows, ids)) for name, rows in one_calls.items()},
+        "one_calls": one_call_f1,
         "missing_one_calls": sorted(set(recorded) - set(one_calls)),
         "runs": {"default": runs.default, **{k: runs.one_calls[k] for k in one_calls}},
     }
     if one_calls:
-        best = max(one_calls, key=lambda name: (_mean(_f1(one_calls[name], ids)), name))
+        best = max(one_call_f1, key=lambda name: (one_call_f1[name], name))
         reference = _f1(one_calls[best], ids)
-        out.update(best_one_call=best, one_call_f1=_mean(reference), **_against(final, reference))
+        out.update(best_one_call=best, one_call_f1=one_call_f1[best], **_against(final, reference))
         out["draft"] = _against(draft, reference)
     oracle = rows_of(results / runs.oracle) if runs.oracle else {}
     if oracle and out["one_call_f1"] is not None and set(ids) <= set(oracle):
