@@ -107,17 +107,17 @@ async def test_open_setting_bm25_and_full_write_details_metrics_and_report(
     assert full["em"] == 100.0
     # per question: decompose, a sparse rewrite per atomic query (LevelRAG's order here), one
     # findings call per round, the answer; the two bridge questions run two hops. Every finding
-    # is a span of a passage naming its query's subject: no verify call. The dense searcher
-    # probes each query as written and writes a HyDE passage for the one that fails coverage.
+    # is a span of a passage naming its query's subject: no verify call. Inside the plan the
+    # dense searcher embeds each query as written and writes no HyDE passage, even for the one
+    # query that fails coverage (``[planner.search] max_rewrites`` is 0).
     routes = [name for name, _ in chat_full.seen]
     assert {r: routes.count(r) for r in set(routes)} == {
         "decompose": 3,
         "rewrite": 5,
-        "hyde": 1,
         "summarize": 5,
         "answer": 3,
     }
-    assert full["llm_calls_per_question"] == pytest.approx(17 / 3, abs=0.01)
+    assert full["llm_calls_per_question"] == pytest.approx(16 / 3, abs=0.01)
     details = {r["id"]: r for r in rows(out_full)}
     # the summaries state the facts: the context the answer step saw holds the gold answer
     assert details["tiny-1"]["retrieval_success"] == 1.0
@@ -154,22 +154,22 @@ async def test_a_run_served_from_the_llm_cache_says_what_it_would_cost(
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "first", limit=1)
     first = await run_eval(config, context(eval_settings, scripted_chat(cache=cache), embeddings))
     (row,) = rows(tmp_path / "first")
-    assert row["llm_calls"] == 7 and row["llm_cache_hits"] == 0
-    assert row["prompt_tokens"] == 70 and row["cache_hit_prompt_tokens"] == 0
+    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 0
+    assert row["prompt_tokens"] == 60 and row["cache_hit_prompt_tokens"] == 0
 
     again = scripted_chat(cache=cache)
     config = RunConfig(dataset=TINY, pipeline="full", out=tmp_path / "again", limit=1)
     metrics = await run_eval(config, context(eval_settings, again, embeddings))
     assert again.seen == []  # every call came from the cache
     (row,) = rows(tmp_path / "again")
-    assert row["llm_calls"] == 7 and row["llm_cache_hits"] == 7
-    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 70
-    assert metrics["llm_cache_hits_per_question"] == 7.0
+    assert row["llm_calls"] == 6 and row["llm_cache_hits"] == 6
+    assert row["prompt_tokens"] == 0 and row["cache_hit_prompt_tokens"] == 60
+    assert metrics["llm_cache_hits_per_question"] == 6.0
     assert (
         metrics["prompt_tokens_without_cache_per_question"] == first["prompt_tokens_per_question"]
     )
     assert (
-        "served from the cache: 7.00 a question" in (tmp_path / "again" / "report.md").read_text()
+        "served from the cache: 6.00 a question" in (tmp_path / "again" / "report.md").read_text()
     )
 
 

@@ -96,3 +96,22 @@ async def test_a_looping_pseudo_document_searches_with_each_sentence_once(
     searcher, _ = run(embeddings, dense, [doc(looping), YES], rewrites=1)
     result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
     assert result.attempts[0].query == "Hans Meyer climbed Kilimanjaro in 1889. He was German."
+
+
+@pytest.mark.parametrize("rewrites", [0, 1])
+async def test_inside_a_plan_the_query_alone_unless_rewrites_are_allowed(
+    embeddings, dense, rewrites
+) -> None:
+    """The planner's loop (``within``) probes the query as written; with no rewrite allowed (the
+    planner's default) an insufficient probe ends the search without a call, with one the
+    searcher writes a pseudo-document."""
+    from searchers.searcher import SearchLoop
+
+    loop = SearchLoop(max_llm_calls=1, max_depth=1, max_refinements=1, max_rewrites=rewrites)
+    config = DenseSearcherConfig(rule=VerificationRule(kind="llm")).within(loop)
+    chat = ScriptedChatModel(replies=[NO, doc("Hans Meyer climbed Kilimanjaro."), NO])
+    searcher = DenseSearcher(chat, embeddings, dense, config=config)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert [a.operation for a in result.attempts] == ["original", "hyde"][: rewrites + 1]
+    assert len(chat.calls) == 1 + 2 * rewrites  # the verdict, then a passage and its verdict
+    assert result.hits

@@ -45,7 +45,7 @@ STANDALONE_DENSE = {
     "passage_chars": 300,
     "pseudo_max_tokens": 256,
 }
-PLANNER_DENSE = {**STANDALONE_DENSE, "max_rewrites": 1, "original_first": True}
+PLANNER_DENSE = {**STANDALONE_DENSE, "max_rewrites": 0, "original_first": True}
 # the question's own budget (BudgetSettings) and the planner's text sizes
 QUESTION_BUDGETS = {"max_rounds": 3, "max_sub_queries": 8, "max_llm_calls": 12, "deadline_s": 900.0}
 
@@ -174,7 +174,7 @@ def test_a_plugin_gets_the_planners_loop_through_its_context(settings: Settings)
     registry.create("title", context)
     planned, alone = seen
     assert planned.loop == SearchLoop(
-        max_llm_calls=1, max_depth=1, max_refinements=1, max_rewrites=1
+        max_llm_calls=1, max_depth=1, max_refinements=1, max_rewrites=0
     )
     assert (planned.budget.max_llm_calls, planned.budget.deadline_s) == PLANNER_BUDGET[:2]
     assert planned.options_for("title") == {"fields": ["title"]}
