@@ -160,7 +160,7 @@ class PlannerSearch(BaseModel):
     max_depth: int = Field(1, ge=0, le=6, description="sparse feedback levels per search")
     max_refinements: int = Field(1, ge=0, le=500, description="sparse feedback queries")
     # 0: the dense searcher embeds the atomic query as written. A HyDE passage inside the plan
-    # changed no answer on 100 tuning questions and cost ~0.6 calls a question (HISTORY).
+    # changed no answer in 140 replayed rows and cost ~0.6 calls a question (`v10/plan-hyde/`).
     max_rewrites: int = Field(0, ge=0, le=20, description="HyDE passages per search")
     max_llm_calls: int = Field(1, ge=1, le=1000, description="LLM calls per search")
 
