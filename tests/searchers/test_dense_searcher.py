@@ -10,7 +10,7 @@ import pytest
 from searchers.dense_faiss import DenseConfig, FaissDenseIndex
 from searchers.dense_searcher import DenseSearcher, DenseSearcherConfig
 from searchers.passages import Passage
-from searchers.searcher import SearchBudget
+from searchers.searcher import SearchBudget, SearchLoop
 from searchers.verification import VerificationRule
 from tests.scripted_chat import ScriptedChatModel
 
@@ -105,8 +105,6 @@ async def test_inside_a_plan_the_query_alone_unless_rewrites_are_allowed(
     """The planner's loop (``within``) probes the query as written; with no rewrite allowed (the
     planner's default) an insufficient probe ends the search without a call, with one the
     searcher writes a pseudo-document."""
-    from searchers.searcher import SearchLoop
-
     loop = SearchLoop(max_llm_calls=1, max_depth=1, max_refinements=1, max_rewrites=rewrites)
     config = DenseSearcherConfig(rule=VerificationRule(kind="llm")).within(loop)
     chat = ScriptedChatModel(replies=[NO, doc("Hans Meyer climbed Kilimanjaro."), NO])
