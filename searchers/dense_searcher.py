@@ -88,8 +88,10 @@ def _vector(embeddings: Embeddings, query: str, pseudo: str | None) -> np.ndarra
 async def start(
     state: DenseState, runtime: Runtime[DenseRun]
 ) -> Command[Literal["probe", "write"]]:
-    """The query alone first (when configured), else straight to the pseudo-document."""
-    if runtime.context.config.original_first:
+    """The query alone first (when configured, or when no pseudo-document may be written),
+    else straight to the pseudo-document."""
+    cfg = runtime.context.config
+    if cfg.original_first or cfg.max_rewrites == 0:
         return Command(goto="probe", update={"pseudo": None})
     return Command(goto="write")
 

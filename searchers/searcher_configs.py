@@ -94,7 +94,9 @@ class DenseSearcherConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_rewrites: int = Field(3, ge=1, le=20, description="pseudo-documents written at most")
+    max_rewrites: int = Field(
+        3, ge=0, le=20, description="pseudo-documents written at most (0: the query alone)"
+    )
     # HyDE is for queries whose words miss the passage; an atomic query that already verifies
     # needs no LLM call (``within`` turns this on: most of the planner's atomic queries pass
     # the coverage check as written).

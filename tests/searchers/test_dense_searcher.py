@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from searchers.dense_faiss import DenseConfig, FaissDenseIndex
 from searchers.dense_searcher import DenseSearcher, DenseSearcherConfig
@@ -113,3 +114,18 @@ async def test_inside_a_plan_the_query_alone_unless_rewrites_are_allowed(
     assert [a.operation for a in result.attempts] == ["original", "hyde"][: rewrites + 1]
     assert len(chat.calls) == 1 + 2 * rewrites  # the verdict, then a passage and its verdict
     assert result.hits
+
+
+async def test_with_no_rewrites_the_query_alone_is_searched(embeddings, dense) -> None:
+    """``[searchers.dense] max_rewrites = 0`` is a dense search of the query as written: one
+    probe and its verdict, no pseudo-document, whatever ``original_first`` says."""
+    searcher, chat = run(embeddings, dense, [NO], rewrites=0)
+    result = await searcher.search("Who first climbed Kilimanjaro?", k=3)
+    assert [a.operation for a in result.attempts] == ["original"]
+    assert len(chat.calls) == 1  # the verdict only
+    assert result.hits
+
+
+def test_rewrites_below_zero_are_refused() -> None:
+    with pytest.raises(ValidationError):
+        DenseSearcherConfig(max_rewrites=-1)
