@@ -6,6 +6,7 @@ that make a comparison unfair, and, when the runs answered the same file, the pa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,12 +86,60 @@ def paired_comparison(
 
 
 def run_labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
-    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline."""
+    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline. Where that
+    still repeats (``with-hyde/hotpotqa/draft-first`` beside ``without-hyde/hotpotqa/draft-first``:
+    one pipeline, one directory name), the parenthesis holds what tells the paths apart instead
+    (``draft-first (with-hyde)``, ``draft-first (without-hyde)``): labels that were distinct
+    already are kept, since committed reports name runs by them."""
     pipelines = [str(m.get("pipeline")) for _, m in runs]
-    return [
+    labels = [
         p if pipelines.count(p) == 1 else f"{p} ({d.name})"
         for p, (d, _) in zip(pipelines, runs, strict=True)
     ]
+    for label in dict.fromkeys(labels):
+        at = [i for i, other in enumerate(labels) if other == label]
+        if len(at) < 2:
+            continue
+        parts = path_differences([runs[i][0] for i in at])
+        for i, part in zip(at, parts, strict=True):
+            labels[i] = f"{pipelines[i]} ({part})"
+    return labels
+
+
+def _parts(path: Path) -> tuple[str, ...]:
+    """A path's parts as given, without ``.`` or a trailing slash (never made absolute: a label
+    in a committed report must not name the machine that made it)."""
+    return Path(os.path.normpath(path)).parts
+
+
+def path_differences(paths: Sequence[Path]) -> list[str]:
+    """What tells ``paths`` apart: each one without the leading and trailing parts all of them
+    share (``a/with-hyde/x/run``, ``a/without-hyde/x/run``: ``with-hyde``, ``without-hyde``).
+    Where that leaves one empty (``a/run`` beside ``a/b/run``), the shortest trailing parts that
+    differ (``run``, ``b/run``); the same directory given twice gets ``#2``, ``#3``."""
+    split = [_parts(p) for p in paths]
+    shortest = min(len(parts) for parts in split)
+    lead = 0
+    while lead < shortest and len({parts[lead] for parts in split}) == 1:
+        lead += 1
+    tail = 0
+    while tail < shortest - lead and len({parts[len(parts) - 1 - tail] for parts in split}) == 1:
+        tail += 1
+    middles = ["/".join(parts[lead : len(parts) - tail]) for parts in split]
+    if all(middles) and len(set(middles)) == len(middles):
+        return middles
+    longest = max(len(parts) for parts in split)
+    for depth in range(1, longest + 1):
+        ends = ["/".join(parts[-depth:]) for parts in split]
+        if len(set(ends)) == len(ends):
+            return ends
+    seen: dict[str, int] = {}
+    numbered = []
+    for parts in split:
+        name = "/".join(parts)
+        seen[name] = seen.get(name, 0) + 1
+        numbered.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return numbered
 
 
 COMPARE_COLUMNS = [
@@ -215,12 +264,16 @@ def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[st
 
 def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
     """Differences that make a comparison unfair, said out loud rather than hidden."""
-    warnings = []
+    labels = run_labels(runs)
+    warnings = [
+        _rescored_note(label, m)
+        for label, (_, m) in zip(labels, runs, strict=True)
+        if "rescored_from" in m
+    ]
     for key, what in (("dataset_sha256", "datasets"), ("setting", "settings"), ("n", "sizes")):
         values = {str(m.get(key)) for _, m in runs}
         if len(values) > 1:
             warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
-    labels = run_labels(runs)
     versions = {
         label: sorted(m.get("code_versions") or {})
         for label, (_, m) in zip(labels, runs, strict=True)
@@ -317,6 +370,31 @@ def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | N
     return path
 
 
+def over_every_row(
+    metrics: dict[str, Any], rows: Sequence[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """``metrics`` re-scored over every row of ``details.jsonl`` when it covers fewer: a run
+    made one question at a time (``--offset i --limit 1`` into one directory, so that two
+    settings can be interleaved question by question) keeps in ``metrics.json`` only its last
+    invocation's selection, which is what the runner means ``metrics.json`` to be (``--limit 5``
+    in a directory of 50 rows reports 5), but not what a comparison of the directory means.
+    ``rescored_from`` keeps the ``n`` ``metrics.json`` had, for the note that says so."""
+    if not rows or len(rows) <= int(metrics.get("n") or 0):
+        return metrics
+    return {**metrics, **aggregate(rows), "rescored_from": metrics.get("n")}
+
+
+def _rescored_note(label: str, metrics: dict[str, Any]) -> str:
+    selection = " ".join(
+        f"--{key} {metrics[key]}" for key in ("offset", "limit") if metrics.get(key) is not None
+    )
+    said = f" (its last run's selection, {selection})" if selection else ""
+    return (
+        f"{label}: metrics.json covers {metrics['rescored_from']} of the {metrics['n']} rows of "
+        f"details.jsonl{said}; its row above is re-scored over all {metrics['n']}"
+    )
+
+
 @dataclass(frozen=True)
 class Comparison:
     """What ``hoptree eval compare`` shows: each run's metrics (hop recall and the time to the
@@ -337,12 +415,18 @@ class Comparison:
 
 def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
     """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
-    on the questions all of them finished. Raises ``ReportError`` for a run it cannot read."""
+    on the questions all of them finished, else a run whose ``metrics.json`` covers fewer rows
+    than it holds over all of them (``over_every_row``). Raises ``ReportError`` for a run it
+    cannot read."""
     loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
-    if common:
-        loaded = on_common_questions(loaded)
     details = [details_or_none(path) for path, _ in loaded]
-    if common:  # the means above were re-scored on these questions: hop recall follows them
+    if not common:
+        loaded = [
+            (path, over_every_row(metrics, rows))
+            for (path, metrics), rows in zip(loaded, details, strict=True)
+        ]
+    else:  # every run re-scored on these questions: hop recall follows them
+        loaded = on_common_questions(loaded)
         shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
         details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
     loaded = [
