@@ -246,7 +246,13 @@ def run_command(
 
 @eval_app.command("compare")
 def compare_command(
-    runs: Annotated[list[Path], typer.Argument(help="run directories (with metrics.json)")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="run directories (with metrics.json), or settings directories (each holding "
+            "runs below it, e.g. <setting>/<slice>/<pipeline>) whose runs of one path are paired"
+        ),
+    ],
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="also write the table as markdown here")
     ] = None,
@@ -274,7 +280,9 @@ def compare_command(
     dataset file are also compared question by question: paired gains with bootstrap
     intervals, headroom between the best one-call RAG run and the oracle, per question type (in
     the markdown), and each run's seconds, calls and tokens against the first run with the
-    answers that changed (the paired gains and cost on the terminal too)."""
+    answers that changed (the paired gains and cost on the terminal too). Settings directories
+    (``one-at-a-time/with-hyde one-at-a-time/without-hyde``) pool the runs below them: each
+    run in the table, and one paired analysis over every question of every slice."""
     if resamples < 1:
         raise _fail("--resamples must be >= 1")
     try:
@@ -285,6 +293,9 @@ def compare_command(
     console = out if out.is_terminal else Console(width=240)
     console.print(_comparison_table(comparison))
     if comparison.paired is not None:
+        pooled = comparison.pooled_note()
+        if pooled:
+            console.print(pooled, highlight=False, markup=False)
         console.print(_gains_table(comparison.paired))
         if comparison.paired.costs:
             console.print(_cost_table(comparison.paired))

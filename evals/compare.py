@@ -23,6 +23,7 @@ from evals.paired import (
 )
 from evals.report import (
     COST_LABELS,
+    METRICS_FILE,
     SCORE_LABELS,
     ReportError,
     details_or_none,
@@ -399,25 +400,50 @@ def _rescored_note(label: str, metrics: dict[str, Any]) -> str:
 class Comparison:
     """What ``hoptree eval compare`` shows: each run's metrics (hop recall and the time to the
     first answer added from its rows), and the paired analysis when the runs answered one file,
-    or why there is none."""
+    or why there is none. ``pooled``: when settings directories were compared, the paths below
+    them whose runs the paired analysis pools (``load_pooled``)."""
 
     runs: list[tuple[Path, dict[str, Any]]]
     paired: PairedComparison | None
     why_not: str | None
+    pooled: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+    def pooled_note(self) -> str | None:
+        if not self.pooled or self.paired is None:
+            return None
+        settings = ", ".join(f"`{r.label}`" for r in self.paired.runs)
+        return (
+            f"The paired statistics pool {settings} over the runs below each of them: "
+            f"{', '.join(f'`{p}`' for p in self.pooled)}; a question is paired with itself in "
+            "the run of the same path (the same dataset file), and the bootstrap resamples the "
+            f"{len(self.paired.ids)} questions together."
+        )
 
     def markdown(self) -> str:
-        return comparison_markdown(self.runs, self.paired)
+        text = comparison_markdown(self.runs, None)
+        if self.paired is None:
+            return text
+        note = self.pooled_note()
+        return text + "\n" + (f"{note}\n\n" if note else "") + paired_markdown(self.paired)
 
     def warnings(self) -> list[str]:
         """What makes the comparison unfair, then why it has no paired statistics."""
-        return [*comparison_warnings(self.runs), *([self.why_not] if self.why_not else [])]
+        left = (
+            [f"left out, not below every settings directory: {', '.join(self.left_out)}"]
+            if self.left_out
+            else []
+        )
+        return [
+            *comparison_warnings(self.runs),
+            *left,
+            *([self.why_not] if self.why_not else []),
+        ]
 
 
-def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
-    """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
-    on the questions all of them finished, else a run whose ``metrics.json`` covers fewer rows
-    than it holds over all of them (``over_every_row``). Raises ``ReportError`` for a run it
-    cannot read."""
+def _load_runs(
+    runs: Sequence[Path], *, common: bool
+) -> tuple[list[tuple[Path, dict[str, Any]]], list[list[dict[str, Any]] | None]]:
     loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
     details = [details_or_none(path) for path, _ in loaded]
     if not common:
@@ -433,8 +459,81 @@ def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed:
         (path, with_first_answer(with_hop_recall(metrics, rows or []), rows or []))
         for (path, metrics), rows in zip(loaded, details, strict=True)
     ]
+    return loaded, details
+
+
+def settings_runs(setting: Path) -> dict[str, Path]:
+    """The run directories below a settings directory, by their path below it
+    (``hotpotqa/draft-first``)."""
+    return {
+        found.parent.relative_to(setting).as_posix(): found.parent
+        for found in sorted(Path(setting).rglob(METRICS_FILE))
+    }
+
+
+def is_settings_directory(path: Path) -> bool:
+    """A directory that is no run itself but holds runs below it: one setting of a timing run
+    slice by slice (``one-at-a-time/without-hyde``, holding ``hotpotqa/draft-first``, ...)."""
+    path = Path(path)
+    return path.is_dir() and not (path / METRICS_FILE).is_file() and bool(settings_runs(path))
+
+
+def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
+    """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
+    on the questions all of them finished, else a run whose ``metrics.json`` covers fewer rows
+    than it holds over all of them (``over_every_row``). Settings directories instead of runs
+    are pooled (``load_pooled``). Raises ``ReportError`` for a run it cannot read."""
+    settings = [is_settings_directory(Path(run)) for run in runs]
+    if runs and all(settings):
+        if common:
+            raise ReportError("--common compares runs; settings directories pool them")
+        return load_pooled([Path(run) for run in runs], resamples=resamples, seed=seed)
+    if any(settings):
+        raise ReportError("compare run directories, or settings directories, not both")
+    loaded, details = _load_runs(runs, common=common)
     paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)
     return Comparison(loaded, paired, why_not)
+
+
+def load_pooled(settings: Sequence[Path], *, resamples: int, seed: int) -> Comparison:
+    """Settings directories compared over every run below them: the means table shows each run
+    (the runs below each setting, path by path), and the paired analysis pools the settings'
+    runs of the same path into one run per setting, each question keyed by its id and path, so
+    "is B faster than A" is answered over every slice at once, with one bootstrap interval.
+    Runs of a path found below only some settings are left out (and named)."""
+    if len(settings) < 2:
+        raise ReportError("pooling needs two settings directories")
+    found = [settings_runs(s) for s in settings]
+    paths = sorted(set.intersection(*[set(f) for f in found]))
+    if not paths:
+        raise ReportError("the settings directories hold no run below the same path")
+    left_out = tuple(sorted(set().union(*found) - set(paths)))
+    flat = [found[i][p] for p in paths for i in range(len(settings))]
+    loaded, details = _load_runs(flat, common=False)
+    by_run = dict(zip(flat, zip(loaded, details, strict=True), strict=True))
+    labels = path_differences(settings)
+    pooled: list[RunRows] = []
+    why_not = None
+    for label, runs in zip(labels, found, strict=True):
+        rows: dict[str, dict[str, Any]] = {}
+        pipelines = set()
+        for p in paths:
+            (_, metrics), run_rows = by_run[runs[p]]
+            pipelines.add(str(metrics.get("pipeline")))
+            if run_rows is None:
+                why_not = f"no paired statistics: no readable details.jsonl in {runs[p]}"
+            rows |= {f"{r['id']} ({p})": r for r in run_rows or []}
+        pooled.append(RunRows(label, pipelines.pop() if len(pipelines) == 1 else "pooled", rows))
+    for p in paths:
+        if not one_dataset_file([by_run[f[p]][0] for f in found]):
+            why_not = f"no paired statistics: the runs below {p} answered different files"
+    paired = None
+    if why_not is None:
+        try:
+            paired = analyse(pooled, resamples=resamples, seed=seed)
+        except ValueError as exc:
+            why_not = f"no paired statistics: {exc}"
+    return Comparison(loaded, paired, why_not, pooled=tuple(paths), left_out=left_out)
 
 
 def write_comparison_plots(comparison: Comparison, plot: Path) -> list[Path]:

@@ -314,3 +314,43 @@ def test_a_directory_appended_one_question_at_a_time_is_scored_over_all_its_rows
     assert "the runs differ in sizes" not in text
     # metrics.json that covers every row is read as it is, with no note
     assert "draft-first (without-hyde): metrics.json covers" not in text
+
+
+def test_settings_directories_pool_their_runs_of_one_path_into_one_paired_analysis(
+    hyde_arms: list[Path], tmp_path: Path
+) -> None:
+    """``<setting>/<slice>/<pipeline>``: two slices, each timed under both settings; the paired
+    cost is over the eight questions of both slices, each paired within its slice."""
+    root = tmp_path / "one-at-a-time"
+    for arm, seconds in (("with-hyde", [10.0] * 4), ("without-hyde", [4.0, 4.0, 4.0, 12.0])):
+        timed_run(
+            root / arm / "musique",
+            "draft-first",
+            seconds,
+            predictions=["a", "b", "c", "d"],
+            calls=[2] * 4,
+            completion=[9] * 4,
+        )
+    timed_run(root / "with-hyde" / "2wiki", "draft-first", [1.0], predictions=["a"], calls=[1],
+              completion=[1])  # fmt: skip
+    markdown = tmp_path / "pooled.md"
+    result = compare(
+        str(root / "with-hyde"), str(root / "without-hyde"), "--markdown", str(markdown)
+    )
+    text = markdown.read_text()
+    assert "| draft-first (with-hyde/hotpotqa) |" in text  # every run in the means table
+    assert "| draft-first (without-hyde/musique) |" in text
+    assert "`hotpotqa/draft-first`, `musique/draft-first`" in text
+    # hotpotqa -10, -10, +1, -10 and musique -6 three times, +2: -45 over 8, 6 faster, 2 slower
+    assert "| without-hyde | seconds | 8 | -5.6 [" in text and "| 6/2/0 |" in text
+    assert "`without-hyde` 1 of 8." in text
+    assert "left out, not below every settings directory: 2wiki/draft-first" in result.output
+
+
+def test_settings_directories_and_runs_are_not_mixed(hyde_arms: list[Path]) -> None:
+    root = hyde_arms[0].parents[1]  # with-hyde
+    result = runner.invoke(eval_app, ["compare", str(root), str(hyde_arms[1])])
+    assert result.exit_code == 2 and "not both" in result.output
+    result = runner.invoke(eval_app, ["compare", str(root), str(root.parent / "without-hyde"),
+                                      "--common"])  # fmt: skip
+    assert result.exit_code == 2 and "--common compares runs" in result.output
