@@ -1,7 +1,8 @@
 """Comparing evaluation runs (``hoptree eval compare``): the means side by side, the warnings
 that make a comparison unfair, and, when the runs answered the same file, the paired sections
-(``evals.paired``) and the gains chart. One run's report and the reading of run directories are
-``evals.report``.
+(``evals.paired``: gains, headroom, per type, cost against the first run) and the gains chart.
+Settings directories (``<setting>/<slice>/<pipeline>``) pool their runs of one path into one
+paired analysis. One run's report and the reading of run directories are ``evals.report``.
 """
 
 from __future__ import annotations

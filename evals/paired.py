@@ -9,7 +9,11 @@ computes, for a run against a reference:
   equals the difference of the two means on the shared questions);
 - a paired bootstrap interval of that mean (percentile method, seeded, so a report regenerates
   byte-identical);
-- wins, losses and ties on F1, which show whether a gain is many small moves or a few big ones.
+- wins, losses and ties on F1, which show whether a gain is many small moves or a few big ones;
+- against the first run given, what each question cost: seconds (and the first answer's, for
+  draft first), LLM calls and tokens, as a mean difference with the same bootstrap interval,
+  the questions that cost less and more, both medians, and how many answers changed once
+  normalised as the scores normalise them ("is B faster than A, and does it answer the same?").
 
 On top of that it places runs between a floor and a ceiling: the closed-book run
 (``no-retrieval``), the best one-call RAG run (``bm25``, ``dense``, ``hybrid``) and the reader
