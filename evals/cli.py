@@ -33,7 +33,14 @@ from evals.compare import (
     load_comparison,
     write_comparison_plots,
 )
-from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, PairedComparison, gains_table
+from evals.paired import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    PairedComparison,
+    cost_notes,
+    cost_table,
+    gains_table,
+)
 from evals.pipelines import DEFAULT_CONTEXT_TOKENS, DEFAULT_K
 from evals.quality.pipelines import QUALITY_PIPELINES
 from evals.report import REPORT_FILE, ReportError
@@ -239,7 +246,13 @@ def run_command(
 
 @eval_app.command("compare")
 def compare_command(
-    runs: Annotated[list[Path], typer.Argument(help="run directories (with metrics.json)")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="run directories (with metrics.json), or settings directories (each holding "
+            "runs below it, e.g. <setting>/<slice>/<pipeline>) whose runs of one path are paired"
+        ),
+    ],
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="also write the table as markdown here")
     ] = None,
@@ -265,8 +278,11 @@ def compare_command(
 ) -> None:
     """One table over several runs (and optionally a markdown file and a chart). Runs over one
     dataset file are also compared question by question: paired gains with bootstrap
-    intervals, headroom between the best one-call RAG run and the oracle, and per question type
-    (in the markdown; the paired gains on the terminal too)."""
+    intervals, headroom between the best one-call RAG run and the oracle, per question type (in
+    the markdown), and each run's seconds, calls and tokens against the first run with the
+    answers that changed (the paired gains and cost on the terminal too). Settings directories
+    (``one-at-a-time/with-hyde one-at-a-time/without-hyde``) pool the runs below them: each
+    run in the table, and one paired analysis over every question of every slice."""
     if resamples < 1:
         raise _fail("--resamples must be >= 1")
     try:
@@ -277,7 +293,14 @@ def compare_command(
     console = out if out.is_terminal else Console(width=240)
     console.print(_comparison_table(comparison))
     if comparison.paired is not None:
+        pooled = comparison.pooled_note()
+        if pooled:
+            console.print(pooled, highlight=False, markup=False)
         console.print(_gains_table(comparison.paired))
+        if comparison.paired.costs:
+            console.print(_cost_table(comparison.paired))
+            for note in cost_notes(comparison.paired):
+                console.print(note, highlight=False, markup=False)
     for note in comparison.warnings():
         err.print(Text.assemble(("note: ", "yellow"), note), highlight=False)
     if markdown is not None:
@@ -310,6 +333,19 @@ def _gains_table(paired: PairedComparison) -> Table:
     for row in rows:
         gains.add_row(*row)
     return gains
+
+
+def _cost_table(paired: PairedComparison) -> Table:
+    header, rows = cost_table(paired)
+    costs = Table(
+        title=f"paired cost against {paired.cost_reference} on {len(paired.ids)} shared "
+        f"questions (95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
+    )
+    for index, column in enumerate(header):
+        costs.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
+    for row in rows:
+        costs.add_row(*row)
+    return costs
 
 
 @eval_app.command("losses")

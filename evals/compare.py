@@ -1,11 +1,13 @@
 """Comparing evaluation runs (``hoptree eval compare``): the means side by side, the warnings
 that make a comparison unfair, and, when the runs answered the same file, the paired sections
-(``evals.paired``) and the gains chart. One run's report and the reading of run directories are
-``evals.report``.
+(``evals.paired``: gains, headroom, per type, cost against the first run) and the gains chart.
+Settings directories (``<setting>/<slice>/<pipeline>``) pool their runs of one path into one
+paired analysis. One run's report and the reading of run directories are ``evals.report``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from evals.paired import (
 )
 from evals.report import (
     COST_LABELS,
+    METRICS_FILE,
     SCORE_LABELS,
     ReportError,
     details_or_none,
@@ -85,12 +88,60 @@ def paired_comparison(
 
 
 def run_labels(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
-    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline."""
+    """The pipeline name, or ``pipeline (dir)`` where two runs share a pipeline. Where that
+    still repeats (``with-hyde/hotpotqa/draft-first`` beside ``without-hyde/hotpotqa/draft-first``:
+    one pipeline, one directory name), the parenthesis holds what tells the paths apart instead
+    (``draft-first (with-hyde)``, ``draft-first (without-hyde)``): labels that were distinct
+    already are kept, since committed reports name runs by them."""
     pipelines = [str(m.get("pipeline")) for _, m in runs]
-    return [
+    labels = [
         p if pipelines.count(p) == 1 else f"{p} ({d.name})"
         for p, (d, _) in zip(pipelines, runs, strict=True)
     ]
+    for label in dict.fromkeys(labels):
+        at = [i for i, other in enumerate(labels) if other == label]
+        if len(at) < 2:
+            continue
+        parts = path_differences([runs[i][0] for i in at])
+        for i, part in zip(at, parts, strict=True):
+            labels[i] = f"{pipelines[i]} ({part})"
+    return labels
+
+
+def _parts(path: Path) -> tuple[str, ...]:
+    """A path's parts as given, without ``.`` or a trailing slash (never made absolute: a label
+    in a committed report must not name the machine that made it)."""
+    return Path(os.path.normpath(path)).parts
+
+
+def path_differences(paths: Sequence[Path]) -> list[str]:
+    """What tells ``paths`` apart: each one without the leading and trailing parts all of them
+    share (``a/with-hyde/x/run``, ``a/without-hyde/x/run``: ``with-hyde``, ``without-hyde``).
+    Where that leaves one empty (``a/run`` beside ``a/b/run``), the shortest trailing parts that
+    differ (``run``, ``b/run``); the same directory given twice gets ``#2``, ``#3``."""
+    split = [_parts(p) for p in paths]
+    shortest = min(len(parts) for parts in split)
+    lead = 0
+    while lead < shortest and len({parts[lead] for parts in split}) == 1:
+        lead += 1
+    tail = 0
+    while tail < shortest - lead and len({parts[len(parts) - 1 - tail] for parts in split}) == 1:
+        tail += 1
+    middles = ["/".join(parts[lead : len(parts) - tail]) for parts in split]
+    if all(middles) and len(set(middles)) == len(middles):
+        return middles
+    longest = max(len(parts) for parts in split)
+    for depth in range(1, longest + 1):
+        ends = ["/".join(parts[-depth:]) for parts in split]
+        if len(set(ends)) == len(ends):
+            return ends
+    seen: dict[str, int] = {}
+    numbered = []
+    for parts in split:
+        name = "/".join(parts)
+        seen[name] = seen.get(name, 0) + 1
+        numbered.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return numbered
 
 
 COMPARE_COLUMNS = [
@@ -215,12 +266,16 @@ def comparison_rows(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[list[st
 
 def comparison_warnings(runs: Sequence[tuple[Path, dict[str, Any]]]) -> list[str]:
     """Differences that make a comparison unfair, said out loud rather than hidden."""
-    warnings = []
+    labels = run_labels(runs)
+    warnings = [
+        _rescored_note(label, m)
+        for label, (_, m) in zip(labels, runs, strict=True)
+        if "rescored_from" in m
+    ]
     for key, what in (("dataset_sha256", "datasets"), ("setting", "settings"), ("n", "sizes")):
         values = {str(m.get(key)) for _, m in runs}
         if len(values) > 1:
             warnings.append(f"the runs differ in {what}: {', '.join(sorted(values))}")
-    labels = run_labels(runs)
     versions = {
         label: sorted(m.get("code_versions") or {})
         for label, (_, m) in zip(labels, runs, strict=True)
@@ -317,40 +372,169 @@ def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | N
     return path
 
 
+def over_every_row(
+    metrics: dict[str, Any], rows: Sequence[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """``metrics`` re-scored over every row of ``details.jsonl`` when it covers fewer: a run
+    made one question at a time (``--offset i --limit 1`` into one directory, so that two
+    settings can be interleaved question by question) keeps in ``metrics.json`` only its last
+    invocation's selection, which is what the runner means ``metrics.json`` to be (``--limit 5``
+    in a directory of 50 rows reports 5), but not what a comparison of the directory means.
+    ``rescored_from`` keeps the ``n`` ``metrics.json`` had, for the note that says so."""
+    if not rows or len(rows) <= int(metrics.get("n") or 0):
+        return metrics
+    return {**metrics, **aggregate(rows), "rescored_from": metrics.get("n")}
+
+
+def _rescored_note(label: str, metrics: dict[str, Any]) -> str:
+    selection = " ".join(
+        f"--{key} {metrics[key]}" for key in ("offset", "limit") if metrics.get(key) is not None
+    )
+    said = f" (its last run's selection, {selection})" if selection else ""
+    return (
+        f"{label}: metrics.json covers {metrics['rescored_from']} of the {metrics['n']} rows of "
+        f"details.jsonl{said}; its row above is re-scored over all {metrics['n']}"
+    )
+
+
 @dataclass(frozen=True)
 class Comparison:
     """What ``hoptree eval compare`` shows: each run's metrics (hop recall and the time to the
     first answer added from its rows), and the paired analysis when the runs answered one file,
-    or why there is none."""
+    or why there is none. ``pooled``: when settings directories were compared, the paths below
+    them whose runs the paired analysis pools (``load_pooled``)."""
 
     runs: list[tuple[Path, dict[str, Any]]]
     paired: PairedComparison | None
     why_not: str | None
+    pooled: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+    def pooled_note(self) -> str | None:
+        if not self.pooled or self.paired is None:
+            return None
+        settings = ", ".join(f"`{r.label}`" for r in self.paired.runs)
+        return (
+            f"The paired statistics pool {settings} over the runs below each of them: "
+            f"{', '.join(f'`{p}`' for p in self.pooled)}; a question is paired with itself in "
+            "the run of the same path (the same dataset file), and the bootstrap resamples the "
+            f"{len(self.paired.ids)} questions together."
+        )
 
     def markdown(self) -> str:
-        return comparison_markdown(self.runs, self.paired)
+        text = comparison_markdown(self.runs, None)
+        if self.paired is None:
+            return text
+        note = self.pooled_note()
+        return text + "\n" + (f"{note}\n\n" if note else "") + paired_markdown(self.paired)
 
     def warnings(self) -> list[str]:
         """What makes the comparison unfair, then why it has no paired statistics."""
-        return [*comparison_warnings(self.runs), *([self.why_not] if self.why_not else [])]
+        left = (
+            [f"left out, not below every settings directory: {', '.join(self.left_out)}"]
+            if self.left_out
+            else []
+        )
+        return [
+            *comparison_warnings(self.runs),
+            *left,
+            *([self.why_not] if self.why_not else []),
+        ]
 
 
-def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
-    """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
-    on the questions all of them finished. Raises ``ReportError`` for a run it cannot read."""
+def _load_runs(
+    runs: Sequence[Path], *, common: bool
+) -> tuple[list[tuple[Path, dict[str, Any]]], list[list[dict[str, Any]] | None]]:
     loaded = [(Path(run), load_metrics(Path(run))) for run in runs]
-    if common:
-        loaded = on_common_questions(loaded)
     details = [details_or_none(path) for path, _ in loaded]
-    if common:  # the means above were re-scored on these questions: hop recall follows them
+    if not common:
+        loaded = [
+            (path, over_every_row(metrics, rows))
+            for (path, metrics), rows in zip(loaded, details, strict=True)
+        ]
+    else:  # every run re-scored on these questions: hop recall follows them
+        loaded = on_common_questions(loaded)
         shared = set.intersection(*[{r["id"] for r in rows or []} for rows in details])
         details = [[r for r in rows if r["id"] in shared] if rows else rows for rows in details]
     loaded = [
         (path, with_first_answer(with_hop_recall(metrics, rows or []), rows or []))
         for (path, metrics), rows in zip(loaded, details, strict=True)
     ]
+    return loaded, details
+
+
+def settings_runs(setting: Path) -> dict[str, Path]:
+    """The run directories below a settings directory, by their path below it
+    (``hotpotqa/draft-first``)."""
+    return {
+        found.parent.relative_to(setting).as_posix(): found.parent
+        for found in sorted(Path(setting).rglob(METRICS_FILE))
+    }
+
+
+def is_settings_directory(path: Path) -> bool:
+    """A directory that is no run itself but holds runs below it: one setting of a timing run
+    slice by slice (``one-at-a-time/without-hyde``, holding ``hotpotqa/draft-first``, ...)."""
+    path = Path(path)
+    return path.is_dir() and not (path / METRICS_FILE).is_file() and bool(settings_runs(path))
+
+
+def load_comparison(runs: Sequence[Path], *, common: bool, resamples: int, seed: int) -> Comparison:
+    """Read the runs' metrics and rows; with ``common`` re-score every run, hop recall included,
+    on the questions all of them finished, else a run whose ``metrics.json`` covers fewer rows
+    than it holds over all of them (``over_every_row``). Settings directories instead of runs
+    are pooled (``load_pooled``). Raises ``ReportError`` for a run it cannot read."""
+    settings = [is_settings_directory(Path(run)) for run in runs]
+    if runs and all(settings):
+        if common:
+            raise ReportError("--common compares runs; settings directories pool them")
+        return load_pooled([Path(run) for run in runs], resamples=resamples, seed=seed)
+    if any(settings):
+        raise ReportError("compare run directories, or settings directories, not both")
+    loaded, details = _load_runs(runs, common=common)
     paired, why_not = paired_comparison(loaded, details, resamples=resamples, seed=seed)
     return Comparison(loaded, paired, why_not)
+
+
+def load_pooled(settings: Sequence[Path], *, resamples: int, seed: int) -> Comparison:
+    """Settings directories compared over every run below them: the means table shows each run
+    (the runs below each setting, path by path), and the paired analysis pools the settings'
+    runs of the same path into one run per setting, each question keyed by its id and path, so
+    "is B faster than A" is answered over every slice at once, with one bootstrap interval.
+    Runs of a path found below only some settings are left out (and named)."""
+    if len(settings) < 2:
+        raise ReportError("pooling needs two settings directories")
+    found = [settings_runs(s) for s in settings]
+    paths = sorted(set.intersection(*[set(f) for f in found]))
+    if not paths:
+        raise ReportError("the settings directories hold no run below the same path")
+    left_out = tuple(sorted(set().union(*found) - set(paths)))
+    flat = [found[i][p] for p in paths for i in range(len(settings))]
+    loaded, details = _load_runs(flat, common=False)
+    by_run = dict(zip(flat, zip(loaded, details, strict=True), strict=True))
+    labels = path_differences(settings)
+    pooled: list[RunRows] = []
+    why_not = None
+    for label, runs in zip(labels, found, strict=True):
+        rows: dict[str, dict[str, Any]] = {}
+        pipelines = set()
+        for p in paths:
+            (_, metrics), run_rows = by_run[runs[p]]
+            pipelines.add(str(metrics.get("pipeline")))
+            if run_rows is None:
+                why_not = f"no paired statistics: no readable details.jsonl in {runs[p]}"
+            rows |= {f"{r['id']} ({p})": r for r in run_rows or []}
+        pooled.append(RunRows(label, pipelines.pop() if len(pipelines) == 1 else "pooled", rows))
+    for p in paths:
+        if not one_dataset_file([by_run[f[p]][0] for f in found]):
+            why_not = f"no paired statistics: the runs below {p} answered different files"
+    paired = None
+    if why_not is None:
+        try:
+            paired = analyse(pooled, resamples=resamples, seed=seed)
+        except ValueError as exc:
+            why_not = f"no paired statistics: {exc}"
+    return Comparison(loaded, paired, why_not, pooled=tuple(paths), left_out=left_out)
 
 
 def write_comparison_plots(comparison: Comparison, plot: Path) -> list[Path]:

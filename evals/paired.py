@@ -9,7 +9,11 @@ computes, for a run against a reference:
   equals the difference of the two means on the shared questions);
 - a paired bootstrap interval of that mean (percentile method, seeded, so a report regenerates
   byte-identical);
-- wins, losses and ties on F1, which show whether a gain is many small moves or a few big ones.
+- wins, losses and ties on F1, which show whether a gain is many small moves or a few big ones;
+- against the first run given, what each question cost: seconds (and the first answer's, for
+  draft first), LLM calls and tokens, as a mean difference with the same bootstrap interval,
+  the questions that cost less and more, both medians, and how many answers changed once
+  normalised as the scores normalise them ("is B faster than A, and does it answer the same?").
 
 On top of that it places runs between a floor and a ceiling: the closed-book run
 (``no-retrieval``), the best one-call RAG run (``bm25``, ``dense``, ``hybrid``) and the reader
@@ -24,10 +28,13 @@ its only reader), the chart is ``evals.compare``'s.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from evals.drafts import first_answer_seconds, has_drafts
+from searchers.text import normalize_answer_official
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 0
@@ -47,6 +54,19 @@ ABLATIONS = {
     "no-summarize": "summaries (findings)",
     "no-supplement": "follow-up rounds",
 }
+
+# per-question costs read against the first run given, in the order the cost table shows them:
+# row field -> (what the table calls it, decimals of its cells). ``first_answer_s`` is not a
+# row field: ``evals.drafts.first_answer_seconds`` reads it, and it is shown only when some run
+# answered draft first
+COSTS = {
+    "seconds": ("seconds", 1),
+    "first_answer_s": ("first answer s", 1),
+    "llm_calls": ("LLM calls", 2),
+    "prompt_tokens": ("prompt tokens", 0),
+    "completion_tokens": ("completion tokens", 0),
+}
+TIMES = frozenset({"seconds", "first_answer_s"})
 
 # the bootstrap draws its index matrix in blocks of about this many cells, so a 10,000 x 7,405
 # resampling (HotpotQA's whole dev set) does not ask for 600 MB at once
@@ -160,6 +180,82 @@ def scores(rows: Mapping[str, Mapping[str, Any]], metric: str) -> dict[str, floa
     return {qid: float(row.get(metric) or 0.0) for qid, row in rows.items()}
 
 
+@dataclass(frozen=True)
+class CostDiff:
+    """A run's cost against a reference on the ``n`` shared questions whose rows both record it
+    (``skipped``: shared questions left out because a row lacks it), in the cost's own unit:
+    the mean per-question difference (run minus reference) with its bootstrap interval, the
+    questions where the run spent less and more, and the medians of both."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+    less: int
+    more: int
+    same: int
+    median: float  # the run's
+    reference_median: float
+    median_diff: float  # the median of the per-question differences
+    skipped: int
+
+
+def cost_value(row: Mapping[str, Any], cost: str) -> float | None:
+    """One question's cost, or None when its row does not record it (a row written before the
+    field existed): left out of that cost's statistics, never counted as 0."""
+    if cost == "first_answer_s":
+        return first_answer_seconds(row)
+    value = row.get(cost)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value)
+
+
+def paired_cost(
+    run: Mapping[str, float | None],
+    reference: Mapping[str, float | None],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> CostDiff | None:
+    """``run`` minus ``reference`` on the question ids both record (costs by id, None where a
+    row lacks it), ids sorted as in ``paired_diff``; None when no shared question records it."""
+    shared = sorted(run.keys() & reference.keys())
+    ids = [i for i in shared if run[i] is not None and reference[i] is not None]
+    if not ids:
+        return None
+    mine = np.array([float(run[i]) for i in ids])  # type: ignore[arg-type]
+    theirs = np.array([float(reference[i]) for i in ids])  # type: ignore[arg-type]
+    diffs = mine - theirs
+    low, high = bootstrap_interval(diffs, resamples=resamples, seed=seed)
+    return CostDiff(
+        n=len(ids),
+        mean=float(diffs.mean()),
+        low=low,
+        high=high,
+        less=int((diffs < -_TIE).sum()),
+        more=int((diffs > _TIE).sum()),
+        same=int((np.abs(diffs) <= _TIE).sum()),
+        median=float(np.median(mine)),
+        reference_median=float(np.median(theirs)),
+        median_diff=float(np.median(diffs)),
+        skipped=len(shared) - len(ids),
+    )
+
+
+def answers_changed(
+    run: Mapping[str, Mapping[str, Any]], reference: Mapping[str, Mapping[str, Any]]
+) -> int:
+    """How many shared questions the two runs answer differently once both predictions are
+    normalised as the scores normalise them (``normalize_answer_official``): "The Beatles." and
+    "beatles" are the same answer."""
+    return sum(
+        normalize_answer_official(str(run[i].get("prediction") or ""))
+        != normalize_answer_official(str(reference[i].get("prediction") or ""))
+        for i in run.keys() & reference.keys()
+    )
+
+
 def mean_defined(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[float | None, int]:
     """The mean (percent) of a field over the rows where it is a number, and how many those
     were: a recall that is undefined for a question (nothing to find) is left out, not zero."""
@@ -209,6 +305,11 @@ class PairedComparison:
     planner: str | None  # the first ``full`` run, which the ablations are read against
     ablations: dict[str, dict[str, PairedDiff]]  # ablation label -> metric -> minus the planner
     ablation_types: dict[str, dict[str, PairedDiff]]  # ablation label -> type -> F1 vs planner
+    # costs are read against the first run given, whatever the gains are read against: "is B
+    # faster than A on the same questions" names A first
+    cost_reference: str = ""
+    costs: dict[str, dict[str, CostDiff | None]] = field(default_factory=dict)  # label -> cost
+    answers_changed: dict[str, int] = field(default_factory=dict)  # label -> vs cost_reference
 
     def role(self, label: str) -> Role:
         return next(r.role for r in self.runs if r.label == label)
@@ -304,6 +405,33 @@ def analyse(
         for label in (r.label for r in shared if r.pipeline in ABLATIONS):
             ablations[label] = {m: diff(label, planner, m) for m in METRICS}
             ablation_types[label] = {t: diff(label, planner, only=members[t]) for t in types}
+    first = shared[0]
+    drafted = any(has_drafts(list(r.rows.values())) for r in shared)
+    cost_values = {
+        r.label: {
+            c: {i: cost_value(row, c) for i, row in r.rows.items()}
+            for c in COSTS
+            if c != "first_answer_s" or drafted
+        }
+        for r in shared
+    }
+    # a cost no row of any run records (rows made before it was) has no line at all
+    shown = [
+        c
+        for c in cost_values[first.label]
+        if any(v is not None for by_run in cost_values.values() for v in by_run[c].values())
+    ]
+    costs = {
+        r.label: {
+            c: paired_cost(
+                cost_values[r.label][c], cost_values[first.label][c], resamples=resamples, seed=seed
+            )
+            for c in shown
+        }
+        for r in shared[1:]
+        if shown
+    }
+    changed = {r.label: answers_changed(r.rows, first.rows) for r in shared[1:]}
     return PairedComparison(
         runs=shared,
         ids=ids,
@@ -325,6 +453,9 @@ def analyse(
         planner=planner,
         ablations=ablations,
         ablation_types=ablation_types,
+        cost_reference=first.label,
+        costs=costs,
+        answers_changed=changed,
     )
 
 
@@ -541,9 +672,110 @@ def _ablation_section(c: PairedComparison) -> list[str]:
     ]
 
 
+def _signed_to(value: float, digits: int) -> str:
+    """``value`` signed with ``digits`` decimals; unsigned zero where it rounds to zero."""
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def format_cost(diff: CostDiff, digits: int) -> str:
+    """``-12.1 [-16.8, -7.9]``: the mean difference and its interval, signed, in the cost's unit."""
+    return (
+        f"{_signed_to(diff.mean, digits)} "
+        f"[{_signed_to(diff.low, digits)}, {_signed_to(diff.high, digits)}]"
+    )
+
+
+def cost_table(comparison: PairedComparison) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of "Paired cost": each run minus the first run, per cost. Shared with
+    the terminal table, so both say the same."""
+    reference = comparison.cost_reference
+    header = [
+        "run",
+        "cost",
+        "n",
+        "Δ mean [95% CI]",
+        "less/more/same",
+        "median",
+        f"median {reference}",
+        "median Δ",
+    ]
+    rows = []
+    for label, costs in comparison.costs.items():
+        for cost, diff in costs.items():
+            name, digits = COSTS[cost]
+            if diff is None:
+                rows.append([label, name, "0", "n/a", "", "", "", ""])
+                continue
+            middle = 1 if digits == 0 else digits  # a median of an even count can end in .5
+            rows.append(
+                [
+                    label,
+                    name,
+                    str(diff.n),
+                    format_cost(diff, digits),
+                    f"{diff.less}/{diff.more}/{diff.same}",
+                    f"{diff.median:.{middle}f}",
+                    f"{diff.reference_median:.{middle}f}",
+                    _signed_to(diff.median_diff, middle),
+                ]
+            )
+    return header, rows
+
+
+SECONDS_CAUTION = (
+    "Seconds compare only between runs made interleaved (the arms in turn, question by "
+    "question) on an otherwise idle machine, each run on a model server of its own: llama.cpp "
+    "keeps earlier prompts in RAM, and a question asked again on one server reads its prompt "
+    "from there (`docs/evaluation.md`)."
+)
+
+
+def cost_notes(comparison: PairedComparison) -> list[str]:
+    """What the cost table needs said beside it: how many answers changed, the caution about
+    seconds, and the questions a cost's statistics left out because a row lacks it."""
+    reference = comparison.cost_reference
+    n = len(comparison.ids)
+    changed = "; ".join(f"`{label}` {k} of {n}" for label, k in comparison.answers_changed.items())
+    notes = [
+        f"Answers changed against `{reference}` (predictions that differ after the scores' "
+        f"answer normalisation): {changed}."
+    ]
+    if any(c in TIMES for costs in comparison.costs.values() for c in costs):
+        notes.append(SECONDS_CAUTION)
+    for label, costs in comparison.costs.items():
+        for cost, diff in costs.items():
+            left = n if diff is None else diff.skipped
+            if left:
+                field = "first_answer_s or seconds" if cost == "first_answer_s" else cost
+                notes.append(
+                    f"`{label}`: {left} of the {n} shared questions have a row without "
+                    f"`{field}` (written before it was recorded), left out of the "
+                    f"{COSTS[cost][0]} statistics, not counted as 0."
+                )
+    return notes
+
+
+def _cost_section(c: PairedComparison) -> list[str]:
+    header, rows = cost_table(c)
+    return [
+        "## Paired cost",
+        "",
+        f"On the {len(c.ids)} questions every run finished. Each run minus `{c.cost_reference}` "
+        "(the first run given), per question: the mean difference in the cost's unit with its "
+        f"percentile bootstrap 95% interval ({c.resamples} resamples, seed {c.seed}); less/more/"
+        "same: questions where the run spent less (for seconds: was faster), more, the same; the "
+        "medians of both runs, and the median of the per-question differences.",
+        "",
+        *markdown_table(header, rows, text=2),
+        *[line for note in cost_notes(c) for line in ("", note)],
+    ]
+
+
 def paired_markdown(comparison: PairedComparison) -> str:
     """The sections below the means table of ``hoptree eval compare --markdown``: paired gains,
-    headroom, per type, and the ablations against the planner when both are among the runs."""
+    headroom, per type, the ablations against the planner when both are among the runs, and
+    each run's cost against the first run."""
     sections = [
         _gains_section(comparison),
         _headroom_section(comparison),
@@ -551,4 +783,6 @@ def paired_markdown(comparison: PairedComparison) -> str:
     ]
     if comparison.ablations:
         sections.append(_ablation_section(comparison))
+    if comparison.costs:
+        sections.append(_cost_section(comparison))
     return "\n\n".join("\n".join(lines) for lines in sections) + "\n"

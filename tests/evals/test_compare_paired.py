@@ -11,7 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from evals.cli import eval_app
-from evals.compare import compare_columns, comparison_rows, with_hop_recall
+from evals.compare import (
+    compare_columns,
+    comparison_rows,
+    path_differences,
+    run_labels,
+    with_hop_recall,
+)
 from tests.eval_script import finished_run
 
 runner = CliRunner()
@@ -84,7 +90,9 @@ def test_compare_writes_the_paired_sections_below_the_table_and_a_gains_chart(
         "## Paired gains (95% bootstrap CI, 1000 resamples, seed 3)",
         "## Headroom",
         "## By question type",
+        "## Paired cost",  # every row records one call and one second: the same cost
     ]
+    assert "| full | seconds | 12 | 0.0 [0.0, 0.0] | 0/0/12 | 1.0 | 1.0 | 0.0 |" in text
     assert "Each run minus `hybrid` (the best one-call RAG run" in text
     # (58.3 - 33.3) / (83.3 - 33.3): half the gap from the best one-call run to the oracle
     assert "| full | agent | 58.3 | +25.0 [" in text and "| 3/0/9 | 50.0% |" in text
@@ -148,3 +156,201 @@ def test_hop_recall_is_a_mean_over_the_rows_that_define_it() -> None:
     runs = [(Path("a"), {**metrics, "pipeline": "full"}), (Path("b"), {**none, "pipeline": "x"})]
     at = [key for key, _ in compare_columns(runs)].index("hop_recall") + 1
     assert [row[at] for row in comparison_rows(runs)] == ["75.00 (2 of 4)", "n/a"]
+
+
+# --------------------------------------------------------------------------- timing two settings
+
+
+def timed_run(
+    root: Path,
+    name: str,
+    seconds: list[float | None],
+    *,
+    predictions: list[str],
+    calls: list[int],
+    completion: list[int],
+    first_answer: list[float] | None = None,
+) -> Path:
+    """A draft-first run directory of four questions with recorded seconds, calls and tokens
+    (None: a row written before ``seconds`` existed has no such field)."""
+    rows: list[dict[str, Any]] = []
+    for i, (spent, answer) in enumerate(zip(seconds, predictions, strict=True)):
+        row: dict[str, Any] = {"id": f"q{i}", "type": "bridge", "prediction": answer}
+        row |= {"f1": 1.0 if answer.lower().strip(".") in ("beatles", "the beatles") else 0.0}
+        row |= {"em": row["f1"], "acc": row["f1"], "gold_recall": 1.0}
+        row |= {"llm_calls": calls[i], "prompt_tokens": 100 * calls[i]}
+        row |= {"completion_tokens": completion[i]}
+        if spent is not None:
+            row["seconds"] = spent
+        if first_answer is not None:
+            row["planner"] = {"draft": {"decision": {"escalate": True}}}
+            row["planner"]["first_answer_s"] = first_answer[i]
+        rows.append(row)
+    return finished_run(root, name, rows, sha=SHA, pipeline="draft-first")
+
+
+@pytest.fixture
+def hyde_arms(tmp_path: Path) -> list[Path]:
+    """Two settings of one pipeline in directories of one name (``<arm>/hotpotqa/draft-first``,
+    as an interleaved timing lays them out): without HyDE is faster on three questions of four
+    and slower on one, and writes "beatles" where with HyDE wrote "The Beatles." (the same
+    answer once normalised) and changes one other answer."""
+    root = tmp_path / "one-at-a-time"
+    with_hyde = timed_run(
+        root / "with-hyde" / "hotpotqa",
+        "draft-first",
+        [60.0, 50.0, 40.0, 30.0],
+        predictions=["The Beatles.", "Paris", "1998", "no"],
+        calls=[5, 5, 4, 3],
+        completion=[150, 140, 120, 60],
+        first_answer=[14.0, 13.0, 12.0, 11.0],
+    )
+    without = timed_run(
+        root / "without-hyde" / "hotpotqa",
+        "draft-first",
+        [50.0, 40.0, 41.0, 20.0],
+        predictions=["beatles", "Paris", "1999", "No"],
+        calls=[4, 5, 4, 2],
+        completion=[100, 140, 120, 40],
+        first_answer=[14.5, 12.0, 12.0, 11.5],
+    )
+    return [with_hyde, without]
+
+
+def test_runs_with_one_pipeline_and_one_directory_name_are_told_apart_by_their_paths(
+    hyde_arms: list[Path], tmp_path: Path
+) -> None:
+    markdown = tmp_path / "c.md"
+    result = compare(*map(str, hyde_arms), "--markdown", str(markdown), "--resamples", "500")
+    assert "distinct labels" not in result.output
+    text = markdown.read_text()
+    assert text.splitlines()[2].startswith("| draft-first (with-hyde) |")
+    assert text.splitlines()[3].startswith("| draft-first (without-hyde) |")
+    assert "| draft-first (without-hyde) | agent | 4 |" in text  # paired statistics
+
+
+def test_labels_that_are_distinct_already_stay_as_they_were() -> None:
+    def labels(*runs: tuple[str, str]) -> list[str]:
+        return run_labels([(Path(path), {"pipeline": p}) for path, p in runs])
+
+    assert labels(("runs/a/bm25", "bm25"), ("runs/a/full", "full")) == ["bm25", "full"]
+    assert labels(("x/full", "full"), ("y/full-k8", "full")) == ["full (full)", "full (full-k8)"]
+    # a run whose label is distinct keeps it beside two that collide
+    assert labels(("a/full", "full"), ("b/full", "full"), ("b/bm25", "bm25")) == [
+        "full (a)",
+        "full (b)",
+        "bm25",
+    ]
+
+
+def test_path_differences_drop_what_all_paths_share_or_keep_the_shortest_distinct_tail() -> None:
+    paths = [
+        Path("r/with-hyde/hotpotqa/draft-first/"),
+        Path("./r/without-hyde/hotpotqa/draft-first"),
+    ]
+    assert path_differences(paths) == ["with-hyde", "without-hyde"]
+    assert path_differences([Path("a/run"), Path("a/b/run")]) == ["a/run", "b/run"]
+    assert path_differences([Path("a/run"), Path("a/run/")]) == ["a/run", "a/run #2"]
+
+
+def test_the_paired_cost_says_how_much_faster_and_whether_answers_changed(
+    hyde_arms: list[Path], tmp_path: Path
+) -> None:
+    markdown = tmp_path / "c.md"
+    result = compare(*map(str, hyde_arms), "--markdown", str(markdown), "--resamples", "500")
+    assert "paired cost against draft-first (with-hyde) on 4 shared questions" in result.output
+    text = markdown.read_text()
+    assert "## Paired cost" in text
+    # seconds: -10, -10, +1, -10: a mean of -7.25, three faster, one slower; medians 40.5, 45
+    assert "| seconds | 4 | -7.2 [-10.0, -1.8] | 3/1/0 | 40.5 | 45.0 | -10.0 |" in text
+    # the draft came 0.5 s later twice, 1 s sooner once: no difference in the mean
+    assert "| first answer s | 4 | 0.0 [-0.6, +0.5] | 1/2/1 | 12.0 | 12.5 | +0.2 |" in text
+    assert "| LLM calls | 4 | -0.50 [-1.00, 0.00] | 2/0/2 | 4.00 | 4.50 | -0.50 |" in text
+    assert "| completion tokens | 4 | -18 [-38, 0] | 2/0/2 | 110.0 | 130.0 | -10.0 |" in text
+    # "beatles" is "The Beatles." once normalised, "No" is "no"; only 1999 is another answer
+    assert "`draft-first (without-hyde)` 1 of 4." in text
+    assert "Seconds compare only between runs made interleaved" in text
+    assert "1 of 4." in result.output and "Seconds compare only" in result.output
+
+
+def test_rows_without_seconds_are_left_out_of_the_seconds_with_a_note(tmp_path: Path) -> None:
+    common = {"predictions": ["a", "b", "c", "d"], "calls": [2, 2, 2, 2]}
+    old = timed_run(tmp_path / "old", "run", [None, None, 30.0, 40.0], completion=[9] * 4, **common)
+    new = timed_run(tmp_path / "new", "run", [10.0, 10.0, 20.0, 20.0], completion=[9] * 4, **common)
+    markdown = tmp_path / "c.md"
+    compare(str(old), str(new), "--markdown", str(markdown), "--resamples", "500")
+    text = markdown.read_text()
+    # over q2 and q3 only: -10 and -20, not the -20 a missing 0 would have made of q0 and q1
+    assert (
+        "| draft-first (new) | seconds | 2 | -15.0 [-20.0, -10.0] | 2/0/0 | 20.0 | 35.0 |" in text
+    )
+    assert (
+        "`draft-first (new)`: 2 of the 4 shared questions have a row without `seconds` "
+        "(written before it was recorded), left out of the seconds statistics, not counted as 0."
+    ) in text
+    assert "| draft-first (new) | LLM calls | 4 | 0.00 [0.00, 0.00] | 0/0/4 |" in text
+
+
+def test_a_directory_appended_one_question_at_a_time_is_scored_over_all_its_rows(
+    hyde_arms: list[Path], tmp_path: Path
+) -> None:
+    """``--offset i --limit 1`` appended into one directory leaves metrics.json describing the
+    last invocation only; the comparison re-scores the directory's rows and says so."""
+    import json
+
+    metrics_file = hyde_arms[0] / "metrics.json"
+    metrics = json.loads(metrics_file.read_text())
+    metrics_file.write_text(json.dumps({**metrics, "n": 1, "offset": 3, "limit": 1}))
+    markdown = tmp_path / "c.md"
+    result = compare(*map(str, hyde_arms), "--markdown", str(markdown), "--resamples", "500")
+    text = markdown.read_text()
+    assert "| draft-first (with-hyde) | dev_tiny.jsonl | open | 4 |" in text
+    note = (
+        "draft-first (with-hyde): metrics.json covers 1 of the 4 rows of details.jsonl (its last "
+        "run's selection, --offset 3 --limit 1); its row above is re-scored over all 4"
+    )
+    assert f"Note: {note}." in text
+    assert "metrics.json covers 1 of the 4" in result.output
+    assert "the runs differ in sizes" not in text
+    # metrics.json that covers every row is read as it is, with no note
+    assert "draft-first (without-hyde): metrics.json covers" not in text
+
+
+def test_settings_directories_pool_their_runs_of_one_path_into_one_paired_analysis(
+    hyde_arms: list[Path], tmp_path: Path
+) -> None:
+    """``<setting>/<slice>/<pipeline>``: two slices, each timed under both settings; the paired
+    cost is over the eight questions of both slices, each paired within its slice."""
+    root = tmp_path / "one-at-a-time"
+    for arm, seconds in (("with-hyde", [10.0] * 4), ("without-hyde", [4.0, 4.0, 4.0, 12.0])):
+        timed_run(
+            root / arm / "musique",
+            "draft-first",
+            seconds,
+            predictions=["a", "b", "c", "d"],
+            calls=[2] * 4,
+            completion=[9] * 4,
+        )
+    timed_run(root / "with-hyde" / "2wiki", "draft-first", [1.0], predictions=["a"], calls=[1],
+              completion=[1])  # fmt: skip
+    markdown = tmp_path / "pooled.md"
+    result = compare(
+        str(root / "with-hyde"), str(root / "without-hyde"), "--markdown", str(markdown)
+    )
+    text = markdown.read_text()
+    assert "| draft-first (with-hyde/hotpotqa) |" in text  # every run in the means table
+    assert "| draft-first (without-hyde/musique) |" in text
+    assert "`hotpotqa/draft-first`, `musique/draft-first`" in text
+    # hotpotqa -10, -10, +1, -10 and musique -6 three times, +2: -45 over 8, 6 faster, 2 slower
+    assert "| without-hyde | seconds | 8 | -5.6 [" in text and "| 6/2/0 |" in text
+    assert "`without-hyde` 1 of 8." in text
+    assert "left out, not below every settings directory: 2wiki/draft-first" in result.output
+
+
+def test_settings_directories_and_runs_are_not_mixed(hyde_arms: list[Path]) -> None:
+    root = hyde_arms[0].parents[1]  # with-hyde
+    result = runner.invoke(eval_app, ["compare", str(root), str(hyde_arms[1])])
+    assert result.exit_code == 2 and "not both" in result.output
+    result = runner.invoke(eval_app, ["compare", str(root), str(root.parent / "without-hyde"),
+                                      "--common"])  # fmt: skip
+    assert result.exit_code == 2 and "--common compares runs" in result.output

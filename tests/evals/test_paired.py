@@ -15,9 +15,13 @@ from evals.paired import (
     PairedDiff,
     RunRows,
     analyse,
+    answers_changed,
     bootstrap_interval,
+    cost_notes,
+    cost_value,
     format_gain,
     headroom_captured,
+    paired_cost,
     paired_diff,
     paired_markdown,
     pipeline_role,
@@ -273,3 +277,84 @@ def test_a_gain_is_printed_signed_so_a_loss_reads_as_one() -> None:
     assert format_gain(diff) == "-2.0 [-8.0, +3.0]"
     touching = PairedDiff(n=5, mean=20.0, low=-0.04, high=40.0, wins=2, losses=1, ties=2)
     assert format_gain(touching) == "+20.0 [0.0, +40.0]"
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def test_a_paired_cost_is_in_its_own_unit_with_the_medians_of_both_runs() -> None:
+    reference = {"a": 60.0, "b": 50.0, "c": 40.0, "d": 30.0}
+    run = {"a": 50.0, "b": 40.0, "c": 41.0, "d": 20.0}
+    diff = paired_cost(run, reference, resamples=2000, seed=0)
+    assert diff is not None
+    assert diff.n == 4 and diff.mean == pytest.approx(-7.25)  # seconds, not percentage points
+    assert (diff.less, diff.more, diff.same, diff.skipped) == (3, 1, 0, 0)
+    assert (diff.median, diff.reference_median, diff.median_diff) == (40.5, 45.0, -10.0)
+    assert diff.low < diff.mean < diff.high <= 1.0
+    # the interval is bootstrap_interval's over the differences in id order
+    assert (diff.low, diff.high) == bootstrap_interval([-10.0, -10.0, 1.0, -10.0], resamples=2000)
+
+
+def test_a_missing_cost_is_left_out_never_counted_as_zero() -> None:
+    assert cost_value({"seconds": 3}, "seconds") == 3.0
+    assert cost_value({}, "seconds") is None
+    assert cost_value({"seconds": None}, "seconds") is None
+    assert cost_value({"seconds": True}, "seconds") is None
+    # a row without a draft waited its whole seconds for its first answer
+    assert cost_value({"seconds": 9.0}, "first_answer_s") == 9.0
+    assert cost_value({"seconds": 9.0, "planner": {"first_answer_s": 2.5}}, "first_answer_s") == 2.5
+    diff = paired_cost({"a": None, "b": 10.0}, {"a": 50.0, "b": 30.0}, resamples=100)
+    assert diff is not None and (diff.n, diff.mean, diff.skipped) == (1, -20.0, 1)
+    assert paired_cost({"a": None}, {"a": 50.0}, resamples=100) is None
+
+
+def test_answers_changed_counts_predictions_that_differ_once_normalised() -> None:
+    reference = {"a": {"prediction": "The Beatles."}, "b": {"prediction": "1998"}, "c": {}}
+    run = {"a": {"prediction": "beatles"}, "b": {"prediction": "1999"}, "c": {"prediction": ""}}
+    assert answers_changed(run, reference) == 1
+    assert answers_changed(reference, reference) == 0
+
+
+def cost_rows(seconds: list[float | None], calls: list[int], answers: list[str]) -> dict[str, Any]:
+    out = rows(["bridge"] * len(calls), [0.0] * len(calls))
+    for row, spent, n, answer in zip(out.values(), seconds, calls, answers, strict=True):
+        row |= {
+            "llm_calls": n,
+            "prompt_tokens": 10 * n,
+            "completion_tokens": n,
+            "prediction": answer,
+        }
+        if spent is not None:
+            row["seconds"] = spent
+    return out
+
+
+def test_costs_are_read_against_the_first_run_given_whatever_the_gains_are_read_against() -> None:
+    runs = [
+        RunRows("full", "full", cost_rows([20.0, 30.0, 40.0], [6, 6, 6], ["x", "y", "z"])),
+        RunRows("bm25", "bm25", cost_rows([2.0, 3.0, 4.0], [1, 1, 1], ["x", "n", "z"])),
+        RunRows("old", "full", cost_rows([None, None, None], [6, 6, 5], ["x", "y", "z"])),
+    ]
+    result = analyse(runs, resamples=500, seed=0)
+    assert result.reference == "bm25" and result.cost_reference == "full"
+    assert list(result.costs) == ["bm25", "old"]
+    assert list(result.costs["bm25"]) == ["seconds", "llm_calls", "prompt_tokens",
+                                          "completion_tokens"]  # fmt: skip
+    seconds = result.costs["bm25"]["seconds"]
+    assert seconds is not None and seconds.mean == pytest.approx(-27.0) and seconds.less == 3
+    assert result.costs["old"]["seconds"] is None  # no row of it records seconds
+    calls = result.costs["old"]["llm_calls"]
+    assert calls is not None and (calls.less, calls.same) == (1, 2)
+    assert result.answers_changed == {"bm25": 1, "old": 0}
+    notes = cost_notes(result)
+    assert notes[0].endswith("`bm25` 1 of 3; `old` 0 of 3.")
+    assert notes[1].startswith("Seconds compare only between runs made interleaved")
+    assert "`old`: 3 of the 3 shared questions have a row without `seconds`" in notes[2]
+    text = paired_markdown(result)
+    assert "| old | seconds | 0 | n/a |" in text
+    assert "Each run minus `full` (the first run given)" in text
+
+
+def test_rows_that_record_no_cost_have_no_cost_section(suite: list[RunRows]) -> None:
+    result = analyse(suite, resamples=500, seed=0)
+    assert result.costs == {} and "## Paired cost" not in paired_markdown(result)
