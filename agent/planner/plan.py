@@ -22,9 +22,10 @@ from typing import Any
 
 from agent.checks.chains import Hop
 from agent.checks.evidence import Finding
-from agent.planner.queries import names_nothing, spell_out
-from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key, question_of
+from agent.planner.queries import spell_out
+from agent.planner.state import FindingRecord, SearchEntry, SubQuery, question_of
 from agent.results import SubQueryReport
+from agent.rules.query_text import names_nothing, query_key
 from agent.rules.question import Question
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, HitRecord

@@ -12,7 +12,6 @@ keeping the conversation history.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,19 +150,6 @@ def fresh_question(question: Question, thread_id: str | None) -> PlannerState:
 def question_of(state: Mapping[str, Any]) -> Question:
     """The question a state holds, as ``fresh_question`` read it (its record, not its words)."""
     return Question.from_json(state["parsed"])
-
-
-_QUERY_FILLER = frozenset(
-    "a an the of in on at to for by and or is was are were what which who whom whose when where "
-    "how did does do please find search".split()
-)
-_NON_WORD = re.compile(r"[^\w]+")
-
-
-def query_key(query: str) -> str:
-    """Two wordings of one query share a key: case, punctuation, filler and order ignored."""
-    words = {w for w in _NON_WORD.split(query.casefold()) if w and w not in _QUERY_FILLER}
-    return " ".join(sorted(words))
 
 
 @dataclass

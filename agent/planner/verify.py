@@ -14,10 +14,11 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.planner.plan import Plan
-from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries, similar_queries
-from agent.planner.state import PlannerRun, PlannerState, SubQuery, query_key
+from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries
+from agent.planner.state import PlannerRun, PlannerState, SubQuery
 from agent.planner.trace import emit, sub_report
 from agent.results import PlanStop
+from agent.rules.query_text import query_key, similar_queries
 from agent.settings import PlannerSettings
 from searchers.passages import focus_text
 from searchers.searcher import BudgetExceeded
