@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.comparison import parse_date
-from agent.rules.question import Unit
+from agent.rules.values import parse_date
 from searchers.text import normalize_answer_folded
 
 MAX_HOPS = 6  # a plan has at most a handful of queries; the bound only guards odd states
@@ -140,24 +139,3 @@ def chain_end(hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     if parse_date(final.answer) is not None and not asks_when:
         return None
     return final.answer
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def in_asked_unit(short: str, unit: Unit | None) -> str:
-    """A date or year said in the unit the question asks (``Question.unit``): "What century
-    did X live in?" with the finding "1710" is "18th century", "what decade" gives "1710s".
-    Measured on MuSiQue, the chain's finding was the year and the reader copied it; the century
-    is arithmetic, not reading. Anything else comes back unchanged."""
-    if unit is None or "centur" in short.lower() or short.endswith("s"):
-        return short
-    date = parse_date(short)
-    if date is None or date[0] <= 0:
-        return short
-    year = date[0]
-    if unit == "century":
-        return f"{_ordinal((year - 1) // 100 + 1)} century"
-    return f"{year // 10 * 10}s"

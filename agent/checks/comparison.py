@@ -16,11 +16,11 @@ exact-match scoring punishes "the band" for "Hanson".
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.rules.question import Question
+from agent.rules.values import parse_date, parse_number
 from searchers.text import normalize_answer_folded
 
 
@@ -56,31 +56,6 @@ def pick_choice(short: str, long: str, options: Sequence[str]) -> str:
 
 # --- deciding the comparison ---------------------------------------------------------------
 
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-_DAY = re.compile(r"\b([0-3]?\d)\b")
-_NUMBER = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\b")
-
 
 @dataclass(frozen=True)
 class Comparison:
@@ -98,39 +73,6 @@ class Comparison:
             "values": self.values,
             "picked": self.picked,
         }
-
-
-def parse_date(text: str) -> tuple[int, int, int] | None:
-    """(year, month, day) from "December 3, 1937", "3 December 1937", "1937" or "Dec 1937";
-    month and day are 0 when the text does not say. None if there is no year."""
-    years = _YEAR.findall(text)
-    if len(years) != 1:  # a range or two dates: not one value
-        return None
-    year = int(years[0])
-    words = normalize_answer_folded(text).split()
-    month = next((MONTHS[w] for w in words if w in MONTHS), 0)
-    day = 0
-    if month:
-        rest = _YEAR.sub(" ", text)
-        days = [int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31]
-        day = days[0] if len(days) == 1 else 0
-    return (year, month, day)
-
-
-_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-
-
-def parse_number(text: str) -> float | None:
-    """ "24.15 million" -> 24150000.0: a magnitude word scales the number (HotpotQA's "24
-    million" against "105,000" was read as 24 before)."""
-    match = _NUMBER.match(text)
-    if not match:
-        return None
-    value = float(match.group(1).replace(",", ""))
-    rest = normalize_answer_folded(text[match.end() :]).split()
-    if rest and rest[0] in _SCALE:
-        value *= _SCALE[rest[0]]
-    return value
 
 
 def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:

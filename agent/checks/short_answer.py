@@ -10,7 +10,7 @@ earlier one, so they are applied here in one place and in this order:
    the question offers alternatives;
 4. a resolved chain's answer: its last hop's finding (``chains.chain_end``), when the planner
    follows its chains and the question is neither yes/no nor "A or B?";
-5. put in the unit the question asks for, 1710 as "18th century" (``chains.in_asked_unit``);
+5. put in the unit the question asks for, 1710 as "18th century" (``values.in_asked_unit``);
 6. an "A or B?" question with a date or a number found for each: computed, not read
    (``comparison.resolve``).
 
@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
+from agent.checks.chains import Hop, chain_end, last_hop, same_answer
 from agent.checks.citations import SourceText, ground_short_answer
 from agent.checks.comparison import Comparison, pick_choice, resolve
 from agent.checks.evidence import Finding
 from agent.rules.question import Question
+from agent.rules.values import in_asked_unit
 from searchers.text import normalize_answer_folded
 from searchers.verification import YES_NO
 

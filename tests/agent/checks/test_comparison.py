@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.checks.comparison import Comparison, parse_date, pick_choice, resolve
+from agent.checks.comparison import Comparison, pick_choice, resolve
 from agent.rules.question import Question
 
 QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
@@ -23,15 +23,6 @@ BORN = [
 def compare(question: str, findings: Sequence[tuple[str, str]]) -> Comparison | None:
     """``resolve`` on the question as the planner reads it."""
     return resolve(Question.read(question), findings)
-
-
-def test_dates_are_read_in_the_forms_passages_write_them() -> None:
-    assert parse_date("December 3, 1937") == (1937, 12, 3)
-    assert parse_date("3 December 1937") == (1937, 12, 3)
-    assert parse_date("1937") == (1937, 0, 0)
-    assert parse_date("Dec 1937") == (1937, 12, 0)
-    assert parse_date("1937–1948") is None  # two years: not one value
-    assert parse_date("Robert Jordan") is None
 
 
 def test_the_earlier_birth_answers_born_first_and_the_later_born_later() -> None:
