@@ -18,14 +18,14 @@ question's answer to one of the alternatives it offers ("the band" for "Hanson":
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from agent.rules.answer_text import closest_window
 from agent.rules.claims import Term, TextIndex, claims
-from searchers.text import WORD, fold, normalize_answer_folded, split_cited_sentences, stem
+from searchers.text import WORD, fold, normalize_answer_folded, split_cited_sentences
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 
@@ -179,32 +179,12 @@ def check_citations(
 # --- the short answer ---------------------------------------------------------------------
 
 
-def _f1_tokens(text: str) -> list[str]:
-    """HotpotQA-normalised tokens, plural- and possessive-stripped so that "Cain Ballroom" and
-    "Cains Ballroom" score a full match against "Cain's Ballroom" (whose "'s" HotpotQA's
-    normalisation turns into a stray "s" token)."""
-    return [stem(t) for t in normalize_answer_folded(text).split() if t != "s"]
-
-
-def _f1(prediction: list[str], gold: list[str]) -> float:
-    """HotpotQA's token F1."""
-    common = sum((Counter(prediction) & Counter(gold)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(prediction), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def ground_short_answer(
-    short: str, sources: Sequence[SourceText], question: str = ""
-) -> tuple[str, bool]:
+def ground_short_answer(short: str, sources: Sequence[SourceText]) -> tuple[str, bool]:
     """Return ``(answer, grounded)``: the short answer as the passages word it, when they do.
 
     An answer found verbatim (after HotpotQA normalisation) is returned unchanged. Otherwise the
     passage window of about the answer's length with the best token F1 replaces it, if that F1
-    is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom"). ``question`` is accepted for
-    symmetry with ``check_citations``; the search does not need it."""
-    del question
+    is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom": ``closest_window``)."""
     target = normalize_answer_folded(short)
     if not target:
         return "", False
@@ -215,26 +195,7 @@ def ground_short_answer(
     texts = [(s.title, s.text) for s in sources]
     if any(contains_span(short, f"{t} {x}") for t, x in texts):
         return short, True
-    gold = _f1_tokens(short) or target.split()
-    wanted = set(gold)
-    lengths = range(max(1, len(gold) - 2), len(gold) + 3)
-    best: tuple[float, int, str] = (0.0, 0, "")
-    for part in (p for pair in texts for p in pair):
-        words = part.split()
-        tokens = [_f1_tokens(w) for w in words]
-        for i in range(len(words)):
-            if not wanted.intersection(tokens[i]):
-                continue  # a window starting on a word the answer lacks can be trimmed: skip
-            for length in lengths:
-                if i + length > len(words):
-                    break
-                window = [t for ts in tokens[i : i + length] for t in ts]
-                if not window:
-                    continue
-                score = _f1(window, gold)
-                if score > best[0] or (score == best[0] and score and length < best[1]):
-                    text = re.sub(r"^\W+|\W+$", "", " ".join(words[i : i + length]))
-                    best = (score, length, text)
-    if best[0] >= 0.5 and best[2]:
-        return best[2], True
+    score, window = closest_window(short, [p for pair in texts for p in pair])
+    if score >= 0.5 and window:
+        return window, True
     return short, False

@@ -17,7 +17,7 @@ The anchors:
 - RASER-style escalation: answer once, then escalate from a handful of features of that attempt.
   Our features are the draft's own: is its short answer a span of the passages it was shown
   (``citations.ground_short_answer``), is it empty or "unknown", does it only restate the
-  question's words (``evidence.restates``: a bridge entity, not the answer).
+  question's words (``answer_text.restates``: a bridge entity, not the answer).
 - FLARE and DRAGIN retrieve again when the model's token confidence drops. The embedded
   llama.cpp server returns token log-probabilities (``escalation.answer_logprobs`` reads the
   answer's own tokens); the fitted rule plans a single fact whose draft has a token below a
@@ -37,7 +37,7 @@ from typing import Literal
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.evidence import restates
+from agent.rules.answer_text import restates
 from agent.rules.question import Question, Shape
 from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
@@ -143,7 +143,7 @@ def draft_signals(
     empty = unknown_like(draft)
     supported = False
     if not empty:
-        _, supported = ground_short_answer(draft, shown, question.text)
+        _, supported = ground_short_answer(draft, shown)
     mean, low = logprob_summary(logprobs)
     return Signals(
         shape=route_shape(question),

@@ -59,7 +59,7 @@ def settle_short_answer(
     above, read against the passages shown, the plan's ``hops`` and its supported ``findings``;
     what the ``question`` offers and asks for is read from it, not from its words.
     ``follow_chain``: the planner's findings and chain answer are switched on."""
-    short, grounded = ground_short_answer(written, sources, question.text)
+    short, grounded = ground_short_answer(written, sources)
     short = pick_choice(short, long, question.choices)
     offers_choices = bool(question.choices)
     bridged_to = None if offers_choices else last_hop(short, hops, asks_when=question.asks_when)

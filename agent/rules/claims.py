@@ -1,7 +1,9 @@
-"""The claims a sentence states, as the citation check reads them: its names (runs of
-capitalised words, joined across "of", "de", ...), its numbers and the months of its dates, and
-whether a text holds each one (``TextIndex``). Pure functions of text; the answer's citation
-check (``agent.checks.citations``) asks whether a sentence's cited passages hold its claims."""
+"""The names and numbers a text states. A sentence's claims, as the citation check reads them:
+its names (runs of capitalised words, joined across "of", "de", ...), its numbers and the months
+of its dates, and whether a text holds each one (``TextIndex``). A query's names (``anchors``),
+as the support of a finding reads them, and whether a passage's words name one (``named``).
+Pure functions of text; the answer's checks (``agent.checks.citations``, ``evidence``) apply
+them to passages."""
 
 from __future__ import annotations
 
@@ -160,3 +162,27 @@ def claims(body: str, lowercase_words: frozenset[str]) -> list[Term]:
         if term is not None:
             terms.setdefault((term.kind, term.key), term)
     return list(terms.values())
+
+
+_NAME_RUN = re.compile(r"\b(?:[A-Z0-9][\w'’.-]*\s+){0,5}[A-Z0-9][\w'’.-]*")
+_QUOTED = re.compile(r"[\"'‘“`]([^\"'’”`]{3,80})[\"'’”`]")
+
+
+def anchors(query: str) -> list[frozenset[str]]:
+    """The query's names and numbers, each as the set of its words (folded, stemmed): what a
+    passage answering it is about. "city of Tinted Windows" -> [{"tinted", "window"}]."""
+    found: list[frozenset[str]] = []
+    for run in [*_QUOTED.findall(query), *_NAME_RUN.findall(query)]:
+        words = frozenset(stem(fold(w)) for w in WORD.findall(run) if fold(w) not in STOPWORDS)
+        if words and words not in found:
+            found.append(words)
+    return found
+
+
+def named(name: frozenset[str], words: set[str]) -> bool:
+    """All of a name's words occur, or all but one of a name of three or more: the planner
+    writes titles into names ("Representative Thomas Tucker") that the passage spells
+    otherwise ("Thomas Tudor Tucker ... a U.S. congressman"); measured on MuSiQue, such a
+    finding was thrown away and the chain broke at its first hop."""
+    present = len(name & words)
+    return present == len(name) or (len(name) >= 3 and present >= len(name) - 1)
