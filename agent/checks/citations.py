@@ -1,18 +1,12 @@
 """A lexical check of a cited answer: does each sentence's claim stand in the passages it cites?
 
-The planner's answer step shows the model numbered passages ``[1]..[N]`` and asks for a short
-answer plus 1-3 cited sentences. The local 1.5B model glues facts from unrelated passages into
-one sentence (a band's name from [1], another band's release date from [2]) and forgets or
-misplaces its ``[n]`` marks. An LLM judge of the same size would not notice, so this module checks
-without one: the names and numbers a sentence states must occur in the passages it cites, and
-every number must sit in a cited passage that also names the sentence's subject (what a
-sentence claims is read by ``agent.rules.claims``). A sentence that fails is re-cited to the
-passages that do support it, or dropped.
-
-It also snaps a short answer onto the passages' wording (``ground_short_answer``), because
-exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom"; resolving a comparison
-question's answer to one of the alternatives it offers ("the band" for "Hanson":
-``choices``/``pick_choice``) is ``agent.checks.comparison``'s.
+The answer step shows the model numbered passages ``[1]..[N]`` and asks for a short answer plus
+1-3 cited sentences; the 1.5B model glues facts from unrelated passages into one sentence and
+misplaces its ``[n]`` marks, and a judge of its size would not notice. So, without a model: the
+names and numbers a sentence states (``agent.rules.claims``) must occur in the passages it
+cites, and every number in a cited passage that also names the sentence's subject. A sentence
+that fails is re-cited to the passages that do support it, or dropped. ``ground_short_answer``
+snaps a short answer onto the passages' wording ("Cain Ballroom" to "Cain's Ballroom").
 """
 
 from __future__ import annotations

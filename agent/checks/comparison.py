@@ -1,17 +1,11 @@
 """Deciding "A or B?" comparisons from the findings, without asking the model to compare.
 
-Measured on HotpotQA (v3, 50 questions): the planner found "Morgan Llywelyn: December 3, 1937"
-and "Robert Jordan: October 17, 1948", both supported by their passages, and the 1.5B reader
-still answered "Robert Jordan" to "Who was born first?". Comparing two dates or two numbers is
-arithmetic, not reading: when the question offers two alternatives, says which way it compares
-(first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
-that is a date or a number, the answer is computed. Anything less clear is left to the reader.
-
-The alternatives and the direction come from the question as the rules read it once
-(``Question.choices``, ``agent.rules.alternatives``: "Which band was formed first, Tinted Windows
-or Hanson?" offers "Tinted Windows" and "Hanson"; ``Question.direction``, ``agent.rules.asked``);
-the answer step also maps its short answer onto one of them (``pick_choice``), because
-exact-match scoring punishes "the band" for "Hanson".
+Comparing two dates or two numbers is arithmetic, not reading (the 1.5B reader gets it wrong
+with both dates in its notes): when the question offers two alternatives (``Question.choices``),
+says which way it compares (``Question.direction``) and each alternative has a supported finding
+that is a date or a number (``agent.rules.values``), the answer is computed (``resolve``);
+anything less clear is left to the reader. ``pick_choice`` maps a short answer onto one of the
+alternatives, because exact-match scoring punishes "the band" for "Hanson".
 """
 
 from __future__ import annotations

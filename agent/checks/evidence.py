@@ -1,14 +1,12 @@
 """What the planner may believe and what the answer step reads: pure functions, no LLM.
 
-Round 1 answered from the planner's own summaries and scored below one-call RAG although its
-context held the gold paragraphs more often: a 1.5B summarizer drops and invents facts, and the
-planner then chased its inventions. So here:
-
 - a finding (an atomic query's short answer) counts only when its span occurs in the passages
   it came from (``support``); an unsupported finding is "not found", never a lead to follow;
-- the answer step reads raw passages, about as many as vanilla RAG shows this model, chosen from
-  everything the rounds found (``select_evidence``): each supported finding's passage first,
-  then the rest by how many of the question's and the findings' names and words they hold.
+- the answer step reads raw passages chosen from everything the rounds found
+  (``select_evidence``): each supported finding's passage first, then the rest by how many of
+  the question's and the findings' names and words they hold.
+
+Why (a 1.5B summarizer drops and invents facts): docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -91,9 +91,6 @@ def settle_short_answer(
 
 def says_yes_or_no(answer: str, question: Question) -> bool:
     """``answer`` is "yes" or "no" and ``question`` asks something else. The 1.5B reader answers
-    a hop phrased as a phrase ("nominated for Walter Huston", "military expedition in Beijing")
-    with "Yes", and a resolved chain then ended on it, over a reader that had written the right
-    name. Replayed on the default's recorded runs (``evals/results/v9/yes-no-replay.md``): 7
-    answers "Yes"/"No" to a wh-question, 2 of them right once the rule holds (the reader's name,
-    the draft's), none worse."""
+    a hop phrased as a phrase ("nominated for Walter Huston") with "Yes", and a resolved chain
+    then ended on it (``evals/results/v9/yes-no-replay.md``)."""
     return not question.yes_no and normalize_answer_folded(answer) in YES_NO

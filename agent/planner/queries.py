@@ -52,13 +52,10 @@ _TIME_WORD = re.compile(r"\b(date|year)\b", re.IGNORECASE)
 
 def on_topic(pairs: list[tuple[str, str]], question: Question) -> list[tuple[str, str]]:
     """The planned queries that are about the question: each shares a content word with it,
-    or builds on such a query through ``#n``. The local model sometimes copies the prompt's
-    pattern ("director of X") instead of the question's names; searching that wastes a round
-    and, worse, its answer would be filled into the queries that build on it. It also copies
-    the pattern's relation: measured on 2Wiki (v3, questions 51-100), "Where was the director
-    of film X born?" was planned as "birth date of #1" again and again, so a hop that asks for a
-    date or year in a question that asks where (``Question.asks_where``) asks for the place
-    instead. A copied "Y or Z" is filled with the question's alternatives (``Question.choices``)."""
+    or builds on such a query through ``#n``; copies of the prompt's patterns and relations
+    are dropped. A hop that asks for a date or year in a question that asks where
+    (``Question.asks_where``) asks for the place; a copied "Y or Z" is filled with the
+    question's alternatives (``Question.choices``)."""
     text = question.text
     words = set(query_key(text).split())
     offered = question.choices
@@ -93,10 +90,8 @@ def on_topic(pairs: list[tuple[str, str]], question: Question) -> list[tuple[str
 
 
 def inline_bare_names(pairs: list[tuple[str, str]], question: str) -> list[tuple[str, str]]:
-    """Plans without a hop that only names a thing: measured on v4's HotpotQA and 2Wiki rows,
-    the planner wrote "Cooperative Living Organization", then "city where #1 is located";
-    the first query has no relation to answer, so its "finding" (a description, or nothing)
-    was filled into the hop that needed it, or the chain stopped there. The name itself goes
+    """Plans without a hop that only names a thing ("Cooperative Living Organization", then
+    "city where #1 is located": the first has no relation to answer): the name itself goes
     into the queries that build on it, and the bare query is dropped."""
     names: dict[int, str] = {}
     for i, (query, _) in enumerate(pairs, start=1):
@@ -133,16 +128,9 @@ def _links(queries: list[str]) -> list[set[int]]:
 
 def residual_hop(pairs: list[tuple[str, str]], question: str, limit: int) -> list[tuple[str, str]]:
     """A chain's last hop asked as the question itself, with the description an earlier query
-    resolves replaced by its ``#n``. Measured on MuSiQue's tuning plans (the planning
-    benchmark): the 1.5B planner found the bridge ("author of The Canon of Medicine") and then
-    planned the rest without it ("Venus"; "True Grit" for "Who did the cast member of Rooster
-    Cogburn play in True Grit?"), so no query built on the bridge and the chain could not
-    resolve. When the last query whose words the question writes, a description of a named
-    thing (``describes``) of three words or more that the question writes as a noun phrase
-    ("the author of ..."), is one no later query builds on (``#n`` or its repeated words) and
-    builds on none, the question with that span replaced by ``#n`` is added as the last hop.
-    No call; nothing is added when the plan is full, when less than two words of the question
-    are left to ask ("Name a #1?"), or when the same query is planned already."""
+    resolves replaced by its ``#n`` (``residual_query``), when the planner found the bridge
+    ("author of The Canon of Medicine") and planned the rest without it ("Venus"). No call;
+    nothing is added when the plan is full or the same query is planned already."""
     if not pairs or len(pairs) >= limit:
         return pairs
     queries = [q for q, _ in pairs]

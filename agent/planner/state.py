@@ -28,9 +28,7 @@ from searchers.passages import HitRecord
 from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, RunScope, Searcher, SearchRecord
 
 # The time searching leaves the answer step: a share of the question's deadline, at most two
-# minutes (one answer call of the embedded model with its passages takes well under that). Set
-# with the first planner (1c35812); no measurement chose the numbers, and the answer's reserved
-# call has its own scope (``answer_scope``), so they only end searching a little early.
+# minutes (no measurement chose them; the answer's call has its own scope, ``answer_scope``).
 ANSWER_RESERVE_SHARE = 0.15
 ANSWER_RESERVE_MAX_S = 120.0
 
@@ -156,19 +154,11 @@ def question_of(state: Mapping[str, Any]) -> Question:
 class PlannerRun:
     """Per-run context: the models and searchers, the budgets, and the event sink.
 
-    The run contract of one question is three ``RunScope``s, none of them ever changed:
-
-    - ``scope``, the question's root: it counts every call made for the question (its count is
-      ``AskResult.llm_calls``) and ends at the question's deadline plus one LLM timeout, the
-      answer's grace (below). Its ``max_llm_calls`` is split between its two children.
-    - ``rounds``, its child for everything before the answer (decompose, the searches,
-      findings, verify): ``max_llm_calls - 1`` calls and the question's deadline. Every
-      searcher gets a sub-scope of it, so the cap holds over their calls too.
-    - ``answer_scope()``, its other child, made when the answer step runs: the one call kept
-      for the answer, so the rounds can never spend it, not even when an old plugin's calls,
-      counted after its search, took the rounds past their allowance.
-
-    So no more than ``max_llm_calls`` calls are ever charged, and no node mutates a budget.
+    The run contract of one question is three ``RunScope``s, none of them ever changed
+    (ARCHITECTURE.md, "The run contract"): ``scope``, the question's root (every call,
+    ``AskResult.llm_calls``; the deadline plus one LLM timeout); ``rounds``, its child for
+    everything before the answer (``max_llm_calls - 1`` calls, the deadline); and
+    ``answer_scope()``, its other child, the one call kept for the answer.
     """
 
     chat: BaseChatModel

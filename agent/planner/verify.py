@@ -26,9 +26,7 @@ from searchers.structured_calls import ask
 
 VERIFY_MAX_TOKENS = 160
 # A plan's hops go out one round each, so a 4-hop chain needs 4 rounds; ``max_rounds`` bounds
-# the follow-up rounds, and planned hops may run this many rounds past it (the LLM-call cap and
-# the deadline still bound them). Measured on MuSiQue before this: 6 of 10 questions stopped on
-# max_rounds with planned hops unsearched.
+# the follow-up rounds, and planned hops may run this many rounds past it.
 HOP_EXTRA_ROUNDS = 2
 
 
@@ -67,8 +65,7 @@ def _findings_text(plan: Plan, chars: int) -> str:
 def _target(query: str, key: str, plan: Plan, open_queries: list[SubQuery]) -> str | None:
     """The open query a follow-up asks again: the one sharing most of its words, if any. The
     question asked again stands in for no hop that others wait on: its answer filled into
-    "first performance in #1" would make the city the band (measured on the demo question:
-    "Tulsa, Oklahoma" became the band of two waiting hops)."""
+    "first performance in #1" would make the city the band."""
     words = set(key.split())
     target = max(
         open_queries,

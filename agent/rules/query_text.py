@@ -192,10 +192,12 @@ def residual_query(
     queries: list[str], needs: list[set[int]], question: str
 ) -> tuple[int, str] | None:
     """(k, the residual hop) for a plan's ``queries`` (``needs[i]``: the 0-based queries query
-    i builds on), or None: the question with the last description it writes that query k
-    resolves, and nothing builds on, replaced by ``#k+1`` (``agent.planner.queries.
-    residual_hop``). Apart from it so that a recorded plan, whose links are recorded and whose
-    ``#n`` were filled with answers, is judged the same way."""
+    i builds on), or None (``agent.planner.queries.residual_hop``). Query k is the last whose
+    words the question writes as a noun phrase ("the author of ..."), a description of a named
+    thing (``describes``) of three words or more that no query builds on and that builds on
+    none; the hop is the question with that span replaced by ``#k+1``, unless less than two
+    words are left to ask ("Name a #1?"). Apart from ``residual_hop`` so that a recorded plan,
+    whose links are recorded and whose ``#n`` were filled with answers, is judged the same."""
     text = " ".join(question.split())
     used = {n for links in needs for n in links}
     for k in range(len(queries) - 1, -1, -1):
