@@ -68,8 +68,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.escalation import unknown_like
 from agent.checks.evidence import names_one, support
+from agent.rules.answer_text import unknown_like
 from agent.rules.claims import anchors
 from agent.rules.question import clean_question
 from evals.metrics import best_f1

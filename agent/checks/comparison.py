@@ -4,51 +4,17 @@ Comparing two dates or two numbers is arithmetic, not reading (the 1.5B reader g
 with both dates in its notes): when the question offers two alternatives (``Question.choices``),
 says which way it compares (``Question.direction``) and each alternative has a supported finding
 that is a date or a number (``agent.rules.values``), the answer is computed (``resolve``);
-anything less clear is left to the reader. ``pick_choice`` maps a short answer onto one of the
-alternatives, because exact-match scoring punishes "the band" for "Hanson".
+anything less clear is left to the reader.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from agent.rules.question import Question
 from agent.rules.values import parse_date, parse_number
 from searchers.text import normalize_answer_folded
-
-
-def _contains(outer: str, inner: str) -> bool:
-    return bool(inner) and f" {inner} " in f" {outer} "
-
-
-def pick_choice(short: str, long: str, options: Sequence[str]) -> str:
-    """Resolve the short answer to one of the question's alternatives (``options``,
-    ``Question.choices``), as the question writes it: a direct match first, else the only
-    alternative the long answer names; otherwise the short answer unchanged (it may be right in
-    a form we cannot map)."""
-    if not options:
-        return short
-    target = normalize_answer_folded(short)
-    normalised = [normalize_answer_folded(o) for o in options]
-    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
-    if len(equal) == 1:
-        return equal[0]
-    overlapping = [
-        o
-        for o, n in zip(options, normalised, strict=True)
-        if _contains(n, target) or _contains(target, n)
-    ]
-    if len(overlapping) == 1:
-        return overlapping[0]
-    said = normalize_answer_folded(long)
-    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
-    if len(named) == 1:
-        return named[0]
-    return short
-
-
-# --- deciding the comparison ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -61,12 +27,8 @@ class Comparison:
     picked: str
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "direction": self.direction,
-            "kind": self.kind,
-            "values": self.values,
-            "picked": self.picked,
-        }
+        """Its fields, in order, for the trace."""
+        return asdict(self)
 
 
 def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:

@@ -18,11 +18,11 @@ from typing import Literal
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.rules.answer_text import restates
+from agent.rules.answer_text import restates, unknown_like
 from agent.rules.question import Question, Shape
 from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
-from searchers.verification import NO_ANSWER, YES_NO
+from searchers.verification import YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
 # the question's shapes (agent.rules.shape.Shape) as the router groups them
@@ -34,9 +34,6 @@ _FROM_SHAPE: dict[Shape, RouteShape] = {
     "single": "single",
 }
 
-# draft answers that say "no answer" in more words than searchers.verification.NO_ANSWER holds
-_UNKNOWN_WORDS = ("not provided", "not stated", "not specified", "cannot be determined", "unknown")
-
 
 def route_shape(question: Question) -> RouteShape:
     """The router's shape of ``question``: ``choice`` when it offers two named alternatives
@@ -47,12 +44,6 @@ def route_shape(question: Question) -> RouteShape:
     if len(question.choices) >= 2:
         return "choice"
     return _FROM_SHAPE[question.shape]
-
-
-def unknown_like(answer: str) -> bool:
-    """An empty draft, or one that says it has no answer ("unknown", "not stated")."""
-    text = normalize_answer_folded(answer)
-    return text in NO_ANSWER or any(word in text for word in _UNKNOWN_WORDS)
 
 
 @dataclass(frozen=True)

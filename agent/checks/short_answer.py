@@ -5,7 +5,7 @@ earlier one, so they are applied here in one place and in this order:
 
 1. snapped onto the passages' wording, "Cain Ballroom" to "Cain's Ballroom"
    (``citations.ground_short_answer``);
-2. an "A or B?" question's answer taken to the alternative it names (``comparison.pick_choice``);
+2. an "A or B?" question's answer taken to the alternative it names (``answer_text.pick_choice``);
 3. a bridge entity moved on to the finding of the hop it bridges to (``chains.last_hop``), unless
    the question offers alternatives;
 4. a resolved chain's answer: its last hop's finding (``chains.chain_end``), when the planner
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from agent.checks.chains import Hop, chain_end, last_hop, same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.comparison import Comparison, pick_choice, resolve
+from agent.checks.comparison import Comparison, resolve
 from agent.checks.evidence import Finding
+from agent.rules.answer_text import pick_choice
 from agent.rules.question import Question
 from agent.rules.values import in_asked_unit
 from searchers.text import normalize_answer_folded

@@ -1,5 +1,6 @@
-"""An answer's words against other text: whether it only restates its query's words
-(``restates``), and the window of a passage that words it best (``closest_window``, by
+"""An answer's words against other text: whether it says it has none (``unknown_like``), only
+restates its query's words (``restates``), which of a question's alternatives it names
+(``pick_choice``), and the window of a passage that words it best (``closest_window``, by
 HotpotQA's token F1). Pure functions of text; the answer's checks (``agent.checks``) apply them
 to findings, drafts and shown passages."""
 
@@ -11,6 +12,16 @@ from collections.abc import Sequence
 
 from agent.rules.question import Question
 from searchers.text import normalize_answer_folded, stem
+from searchers.verification import NO_ANSWER
+
+# draft answers that say "no answer" in more words than searchers.verification.NO_ANSWER holds
+_UNKNOWN_WORDS = ("not provided", "not stated", "not specified", "cannot be determined", "unknown")
+
+
+def unknown_like(answer: str) -> bool:
+    """An empty draft, or one that says it has no answer ("unknown", "not stated")."""
+    text = normalize_answer_folded(answer)
+    return text in NO_ANSWER or any(word in text for word in _UNKNOWN_WORDS)
 
 
 def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -> bool:
@@ -25,6 +36,36 @@ def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -
     alternatives = Question.read(query).choices if offered is None else offered
     named = {normalize_answer_folded(c) for c in alternatives}
     return normalize_answer_folded(answer) not in named
+
+
+def _contains(outer: str, inner: str) -> bool:
+    return bool(inner) and f" {inner} " in f" {outer} "
+
+
+def pick_choice(short: str, long: str, options: Sequence[str]) -> str:
+    """Resolve the short answer to one of the question's alternatives (``options``,
+    ``Question.choices``), as the question writes it: a direct match first, else the only
+    alternative the long answer names; otherwise the short answer unchanged (it may be right in
+    a form we cannot map)."""
+    if not options:
+        return short
+    target = normalize_answer_folded(short)
+    normalised = [normalize_answer_folded(o) for o in options]
+    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
+    if len(equal) == 1:
+        return equal[0]
+    overlapping = [
+        o
+        for o, n in zip(options, normalised, strict=True)
+        if _contains(n, target) or _contains(target, n)
+    ]
+    if len(overlapping) == 1:
+        return overlapping[0]
+    said = normalize_answer_folded(long)
+    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
+    if len(named) == 1:
+        return named[0]
+    return short
 
 
 def _f1_tokens(text: str) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.checks.comparison import Comparison, pick_choice, resolve
+from agent.checks.comparison import Comparison, resolve
 from agent.rules.question import Question
 
 QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
@@ -85,21 +85,3 @@ def test_a_missing_or_forked_hop_leaves_the_comparison_to_the_reader() -> None:
     assert compare(question, DIRECTORS[:3]) is None  # no date for the second director
     forked = [*DIRECTORS, ("death date of Ada Quill", "1980")]
     assert compare(question, forked) is None  # two dates one hop from the first film
-
-
-def test_pick_choice_maps_the_short_answer_to_the_question_wording() -> None:
-    assert pick_choice("hanson", "", OFFERED) == "Hanson"
-    assert pick_choice("the band Tinted Windows", "", OFFERED) == "Tinted Windows"
-
-
-def test_pick_choice_resolves_a_category_answer_through_the_long_answer() -> None:
-    long = "Hanson was formed in 1992 in Tulsa [3]."
-    assert pick_choice("the American pop rock band", long, OFFERED) == "Hanson"
-
-
-def test_pick_choice_leaves_the_short_answer_when_unsure() -> None:
-    long = "Hanson was formed in 1992 [3] and Tinted Windows in 2008 [1]."
-    assert pick_choice("the older band", long, OFFERED) == "the older band"
-    both = Question.read("Are Hanson and Tinted Windows American?")
-    assert both.choices == ()
-    assert pick_choice("yes", "Both are American.", both.choices) == "yes"
