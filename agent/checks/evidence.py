@@ -91,11 +91,8 @@ class Finding:
 
 
 def _key_terms_of(texts: Sequence[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for text in texts:
-        for term in key_terms(text):
-            seen.setdefault(term, None)
-    return list(seen)
+    """The key terms of ``texts``, each once, in the order they first occur."""
+    return list(dict.fromkeys(term for text in texts for term in key_terms(text)))
 
 
 def _words(passage: Mapping[str, Any]) -> set[str]:

@@ -149,10 +149,9 @@ def _without_model(
     findings: list[Finding], sources: list[dict[str, Any]]
 ) -> tuple[str, str] | None:
     """(short, long) answer of a run whose answer call failed or ran out of time, built from
-    its supported findings, or None when it has none. The last finding is the chain's end (or
-    the one fact asked); each finding becomes a sentence citing its own passage where the
-    answer step shows it. The rules after the call (chain end, comparison, citation check) then
-    apply as to a written answer, and the run is flagged degraded with the reason."""
+    its supported findings (the last is the chain's end, each a sentence citing its own
+    passage), or None when it has none; the rules after the call then apply as to a written
+    answer, and the run is flagged degraded with the reason."""
     if not findings:
         return None
     numbers = {src["id"]: n for n, src in enumerate(sources, start=1)}

@@ -110,13 +110,10 @@ class Plan:
 
     def results_of(self, sub_query_id: str) -> list[SearchResult]:
         """Every searcher's result for one query, in the order they were recorded."""
-        return [
-            SearchResult.from_json(record)
-            for key, record in self.searches.items()
-            if key.sub_query_id == sub_query_id
-        ]
+        return [SearchResult.from_json(record) for record in self.records_of(sub_query_id)]
 
     def records_of(self, sub_query_id: str) -> list[SearchEntry]:
+        """Every searcher's record for one query, in the order they were recorded."""
         return [r for key, r in self.searches.items() if key.sub_query_id == sub_query_id]
 
     def fused_hits(self, sub_query_id: str, k: int) -> list[Hit]:

@@ -24,11 +24,8 @@ from agent.rules.query_text import (
 from agent.rules.question import Question
 
 MAX_QUERIES_PER_CALL = 6
-
-
 MAX_QUERY_CHARS = 300
-
-
+# the decompose prompt's "Y or Z" placeholders, copied into a plan
 PLACEHOLDER = re.compile(r"\b[YZ]\b")
 
 

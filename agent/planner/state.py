@@ -1,13 +1,11 @@
 """The planner graph's state, its reducers, and the per-run context the nodes share.
 
-State holds only JSON-shaped values (dicts, lists, strings, numbers), because a thread's state is
-checkpointed to SQLite between questions; models, searchers and budgets travel in the run context,
-which is never persisted. The question is read once, by ``fresh_question``: the state keeps its
-text (``question``) and the ``Question`` the rules read from it as a record (``parsed``), which
-the nodes read back with ``question_of`` (or ``Plan.question``) instead of parsing the words.
-Keyed maps merge on write so parallel ``Send`` branches can each add their own entry; writing
-``None`` to one resets it, which is how a new question on an old thread starts clean while
-keeping the conversation history.
+State holds only JSON-shaped values, because a thread's state is checkpointed to SQLite between
+questions; models, searchers and budgets travel in the run context, never persisted. The
+question is read once (``fresh_question``): the state keeps its text and its ``Question`` as a
+record (``parsed``, read back with ``question_of``). Keyed maps merge on write so parallel
+``Send`` branches each add their own entry; writing ``None`` resets one (a new question on an old
+thread starts clean, keeping the conversation history).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The ``verify`` node: routes without a call while it can (ready hops go out, all queries
-supported means the evidence suffices); otherwise one call judges and names the follow-ups,
-and follow-ups that ask what a finding already answers are dropped. Every loop has a budget."""
+"""The ``verify`` node: what the plan does next, without a call while it can (``verify`` lists
+the steps in order). Every loop has a budget."""
 
 from __future__ import annotations
 
