@@ -48,8 +48,8 @@ from agent.planner.queries import (
     kept_queries,
     plan_sub_queries,
     residual_hop,
-    residual_query,
 )
+from agent.rules.query_text import residual_query
 from agent.rules.question import Question
 from agent.rules.relations import relation_plan
 from evals.datasets import EvalQuestion, load_questions, resolve_format

@@ -5,7 +5,7 @@ Issue 65 (item 2) asks for a router that escalates on evidence that the draft ma
 on the question's shape alone. Two of its candidates are read here from what the draft was
 shown, with hoptree's own rules:
 
-- *names shown*: every name of the question (``evidence.anchors``: its capitalised runs and
+- *names shown*: every name of the question (``claims.anchors``: its capitalised runs and
   numbers, as the findings' support check reads a query) is named in some shown passage
   (``evidence.names_one``);
 - *naming span*: the draft's short answer is a span of a shown passage that names one of the
@@ -68,8 +68,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.escalation import unknown_like
-from agent.checks.evidence import anchors, names_one, support
+from agent.checks.evidence import names_one, support
+from agent.rules.answer_text import unknown_like
+from agent.rules.claims import anchors
 from agent.rules.question import clean_question
 from evals.metrics import best_f1
 from evals.paired import PairedDiff, paired_diff
@@ -138,7 +139,7 @@ class Shown:
 class Evidence:
     """What the draft's shown passages say about its short answer, no call."""
 
-    names: int  # the question's names (``evidence.anchors``)
+    names: int  # the question's names (``claims.anchors``)
     named: int  # ... named in some shown passage
     terms: int  # the question's key terms (``key_terms``)
     terms_shown: int  # ... present in the shown passages (``terms_present``)

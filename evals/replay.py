@@ -24,7 +24,8 @@ from agent.checks.chains import last_hop
 from agent.checks.comparison import resolve
 from agent.checks.short_answer import says_yes_or_no
 from agent.planner.plan import Plan
-from agent.planner.state import FindingRecord, SubQuery, query_key
+from agent.planner.state import FindingRecord, SubQuery
+from agent.rules.query_text import query_key
 from agent.rules.question import Question
 from evals.losses import read_rows
 from evals.metrics import best_exact_match, best_f1

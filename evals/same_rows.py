@@ -7,8 +7,9 @@ the second run is a cache hit, every prompt the new code wrote is byte-identical
 code wrote; and the rows must then agree on everything but the clock and the token accounting
 (a cached call reads no prompt). This compares the two: for each run folder present on both
 sides (``<side>/<slice>/<pipeline>/details.jsonl``) it pairs rows by question id and reports
-rows missing on one side, rows that differ (the first differing fields, by path) and the
-second side's calls and cache hits.
+rows missing on one side, rows that differ (the first differing fields, by path), rows whose
+calls read a different number of prompt tokens (from the model or the cache,
+``prompt_tokens_read``) and the second side's calls and cache hits.
 
     python -m evals.same_rows evals/results/v9/replay/before-0b9d867 \\
         evals/results/v9/replay/after-<commit>
@@ -55,6 +56,13 @@ def comparable(value: Any) -> Any:
     return value
 
 
+def prompt_tokens_read(row: Mapping[str, Any]) -> int:
+    """The prompt tokens a row's calls read, from the model or the LLM cache: a cache hit
+    counts its prompt in ``cache_hit_prompt_tokens``, so a live call and its replayed hit
+    read the same number."""
+    return int(row.get("prompt_tokens") or 0) + int(row.get("cache_hit_prompt_tokens") or 0)
+
+
 def differences(a: Any, b: Any, path: str = "") -> Iterator[str]:
     """The paths where ``a`` and ``b`` differ ("planner.sub_queries[1].finding")."""
     if isinstance(a, Mapping) and isinstance(b, Mapping):
@@ -80,12 +88,13 @@ class FolderReport:
     only_before: list[str] = field(default_factory=list)
     only_after: list[str] = field(default_factory=list)
     differing: dict[str, list[str]] = field(default_factory=dict)  # id -> differing paths
+    tokens_differ: list[str] = field(default_factory=list)  # ids: other prompt tokens read
     calls: int = 0  # the second side's model calls
     cache_hits: int = 0
 
     @property
     def same(self) -> bool:
-        return not (self.only_before or self.only_after or self.differing)
+        return not (self.only_before or self.only_after or self.differing or self.tokens_differ)
 
     @property
     def all_hits(self) -> bool:
@@ -97,6 +106,8 @@ class FolderReport:
         extra = ""
         if self.only_before or self.only_after:
             extra += f"; only before {len(self.only_before)}, only after {len(self.only_after)}"
+        if self.tokens_differ:
+            extra += f"; prompt tokens read differ in {len(self.tokens_differ)}"
         for qid, paths in list(self.differing.items())[:5]:
             extra += f"; {qid}: {', '.join(paths[:4])}"
         return f"{self.part}: {self.paired} rows paired, {verdict}, {hits}{extra}"
@@ -118,6 +129,8 @@ def compare_folder(before: Path, after: Path, part: str) -> FolderReport:
         paths = list(differences(comparable(old[qid]), comparable(new[qid])))
         if paths:
             report.differing[qid] = paths
+        if prompt_tokens_read(old[qid]) != prompt_tokens_read(new[qid]):
+            report.tokens_differ.append(qid)
     return report
 
 

@@ -1,15 +1,10 @@
 """Following a chain of queries to its last hop, so a short answer is not the bridge entity.
 
 A multi-hop question is planned as a chain: "wife of John Middleton Murry" (#1), then "cause of
-death of #1", sent with the first finding filled in. Measured on 2Wiki (v3, 50 questions), the
-1.5B reader often answers with the bridge ("Why did X's wife die?" -> "Katherine Mansfield")
-although the last hop's finding is in its notes. A bridge is, by construction, what a later
-query was asked about, so when the short answer is a finding some later query needed and that
-later query has a supported finding of its own, the answer is the later finding (followed to
-the end of the chain). Nothing is asked of the model.
-
-"A or B?" questions are left alone: their answer is one of the alternatives, which
-``agent.checks.comparison`` decides.
+death of #1". The 1.5B reader often answers with the bridge although the last hop's finding is
+in its notes; a bridge is, by construction, what a later query was asked about, so the answer
+is moved along the chain to the later supported finding (``last_hop``, ``chain_end``). Nothing
+is asked of the model; "A or B?" questions are ``agent.checks.comparison``'s.
 """
 
 from __future__ import annotations
@@ -17,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.comparison import parse_date
-from agent.rules.question import Unit
+from agent.rules.values import parse_date
 from searchers.text import normalize_answer_folded
 
 MAX_HOPS = 6  # a plan has at most a handful of queries; the bound only guards odd states
@@ -36,11 +30,6 @@ class Hop:
 
 
 def same_answer(short: str, answer: str) -> bool:
-    """The short answer says the finding (equal, or one contains the other, normalised)."""
-    return _names(short, answer)
-
-
-def _names(short: str, answer: str) -> bool:
     """The short answer is this finding: equal, or one contains the other (the reader copies
     "Gian Galeazzo Visconti, the first Duke of Milan" for the finding "Gian Galeazzo Visconti")."""
     a, b = normalize_answer_folded(short), normalize_answer_folded(answer)
@@ -60,9 +49,8 @@ def last_hop(short: str, hops: Sequence[Hop], *, asks_when: bool = False) -> str
     """The answer at the end of the chain the short answer sits in the middle of; None when
     the short answer is no bridge, the chain forks, its next hop found nothing, or the last hop
     is a date and the question does not ask when (``Question.asks_when``: a plan that checks
-    "start date of #1" for "What league ... started in 2013?" asks for the league, not the
-    date: measured on HotpotQA v3, where following that chain turned a right answer wrong)."""
-    start = [h for h in hops if h.answer and not h.superseded and _names(short, h.answer)]
+    "start date of #1" for "What league ... started in 2013?" asks for the league)."""
+    start = [h for h in hops if h.answer and not h.superseded and same_answer(short, h.answer)]
     if len(start) != 1:
         return None
     current = start[0]
@@ -120,9 +108,8 @@ def chain_end(hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     A plan is a chain when one planned query (the end) builds, through ``#n``, on every other
     planned query; it is resolved when each of them has a supported finding, its own or a
     follow-up's. Then the end's finding answers the question: it was asked for exactly what the
-    question asks, of the entity the earlier hops found. Measured on MuSiQue, the reader given
-    the whole chain in its notes still answered with the first hop ("Steve Hillage" for the
-    spouse of Steve Hillage). Follow-ups that replace nothing are extra searches, not links.
+    question asks, of the entity the earlier hops found. Follow-ups that replace nothing are
+    extra searches, not links.
     Queries planned beside the chain that neither build on nor feed it are not links. A date
     is not the answer to a question that does not ask when (see ``last_hop``)."""
     chain = _one_chain(hops)
@@ -140,24 +127,3 @@ def chain_end(hops: Sequence[Hop], *, asks_when: bool = False) -> str | None:
     if parse_date(final.answer) is not None and not asks_when:
         return None
     return final.answer
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def in_asked_unit(short: str, unit: Unit | None) -> str:
-    """A date or year said in the unit the question asks (``Question.unit``): "What century
-    did X live in?" with the finding "1710" is "18th century", "what decade" gives "1710s".
-    Measured on MuSiQue, the chain's finding was the year and the reader copied it; the century
-    is arithmetic, not reading. Anything else comes back unchanged."""
-    if unit is None or "centur" in short.lower() or short.endswith("s"):
-        return short
-    date = parse_date(short)
-    if date is None or date[0] <= 0:
-        return short
-    year = date[0]
-    if unit == "century":
-        return f"{_ordinal((year - 1) // 100 + 1)} century"
-    return f"{year // 10 * 10}s"

@@ -1,37 +1,25 @@
 """A lexical check of a cited answer: does each sentence's claim stand in the passages it cites?
 
-The planner's answer step shows the model numbered passages ``[1]..[N]`` and asks for a short
-answer plus 1-3 cited sentences. The local 1.5B model glues facts from unrelated passages into
-one sentence (a band's name from [1], another band's release date from [2]) and forgets or
-misplaces its ``[n]`` marks. An LLM judge of the same size would not notice, so this module checks
-without one: the names and numbers a sentence states must occur in the passages it cites, and
-every number must sit in a cited passage that also names the sentence's subject. A sentence that
-fails is re-cited to the passages that do support it, or dropped.
-
-It also snaps a short answer onto the passages' wording (``ground_short_answer``), because
-exact-match scoring punishes "Cain Ballroom" for "Cain's Ballroom"; resolving a comparison
-question's answer to one of the alternatives it offers ("the band" for "Hanson":
-``choices``/``pick_choice``) is ``agent.checks.comparison``'s.
+The answer step shows the model numbered passages ``[1]..[N]`` and asks for a short answer plus
+1-3 cited sentences; the 1.5B model glues facts from unrelated passages into one sentence and
+misplaces its ``[n]`` marks, and a judge of its size would not notice. So, without a model: the
+names and numbers a sentence states (``agent.rules.claims``) must occur in the passages it
+cites, and every number in a cited passage that also names the sentence's subject. A sentence
+that fails is re-cited to the passages that do support it, or dropped. ``ground_short_answer``
+snaps a short answer onto the passages' wording ("Cain Ballroom" to "Cain's Ballroom").
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any
 
-from agent.rules.names import NAME_CONNECTORS
-from searchers.text import (
-    STOPWORDS,
-    WORD,
-    fold,
-    normalize_answer_folded,
-    split_cited_sentences,
-    stem,
-)
+from agent.rules.answer_text import closest_window
+from agent.rules.claims import Term, TextIndex, claims
+from searchers.text import WORD, fold, normalize_answer_folded, split_cited_sentences
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 
@@ -95,163 +83,7 @@ def _render(body: str, end: str, marks: Iterable[int]) -> str:
     return f"{body} {tags}{end}" if tags else f"{body}{end}"
 
 
-# --- the claims of a sentence -------------------------------------------------------------
-
-_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
-_MONTHS = {
-    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
-    "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
-    "sep": 9, "sept": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12,
-    "dec": 12,
-}  # fmt: skip
-# Capitalised only because they open a sentence; STOPWORDS already covers "The", "It", "He".
-_STARTERS = frozenset(
-    """according although another additionally afterwards already although before both
-    currently despite during either every formed founded furthermore hence however initially
-    later like meanwhile moreover neither nevertheless originally previously since several
-    therefore thus today together unlike while yes no instead""".split()
-)
-
-TermKind = Literal["name", "number", "month"]
-
-
-@dataclass(frozen=True)
-class _Term:
-    """One checkable claim of a sentence: a name, a number or a month next to a number."""
-
-    kind: TermKind
-    key: str  # the name's phrase of word keys, the number without commas, the month's number
-    words: tuple[str, ...] = ()  # a name's content words; all must occur in a passage
-
-
-def _key(word: str) -> str:
-    """The form words are compared in: folded, possessive and plural stripped."""
-    folded = fold(word).replace("’", "'")
-    return stem(re.sub(r"'s$", "", folded))
-
-
-def _number_key(number: str) -> str:
-    return number.replace(",", "")
-
-
-@dataclass(frozen=True)
-class _Index:
-    """What a passage (or the question) contains, in the forms terms are matched in."""
-
-    words: frozenset[str]
-    joined: str
-    numbers: frozenset[str]
-    months: frozenset[str]
-
-    @classmethod
-    def of(cls, text: str) -> _Index:
-        keys = [_key(w) for w in WORD.findall(text)]
-        months = {str(_MONTHS[fold(w)]) for w in WORD.findall(text) if fold(w) in _MONTHS}
-        return cls(
-            words=frozenset(keys),
-            joined=f" {' '.join(keys)} ",
-            numbers=frozenset(_number_key(n) for n in _NUMBER.findall(text)),
-            months=frozenset(months),
-        )
-
-    def has(self, term: _Term) -> bool:
-        if term.kind == "number":
-            return term.key in self.numbers
-        if term.kind == "month":
-            return term.key in self.months
-        return all(w in self.words for w in term.words) or f" {term.key} " in self.joined
-
-
-def _is_capitalised(token: str) -> bool:
-    return token[0].isupper()
-
-
-def _joinable(text: str, prev: re.Match[str], token: re.Match[str]) -> bool:
-    """May ``token`` continue the name ``prev`` ends? Only across a space, a hyphen, or the
-    period after an initial ("J. R. R. Tolkien")."""
-    gap = text[prev.end() : token.start()]
-    if re.fullmatch(r"\s+|-", gap):
-        return True
-    return len(prev.group()) == 1 and re.fullmatch(r"\.\s*", gap) is not None
-
-
-def _date_months(tokens: Sequence[re.Match[str]]) -> set[int]:
-    """The token positions of month names written as part of a date ("March 1901", "5 May")."""
-    dates: set[int] = set()
-    for i, tok in enumerate(tokens):
-        if fold(tok.group()) in _MONTHS and _is_capitalised(tok.group()):
-            neighbours = [tokens[j] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
-            if any(n.group()[0].isdigit() for n in neighbours):
-                dates.add(i)
-    return dates
-
-
-def _name_runs(body: str, tokens: Sequence[re.Match[str]], dates: set[int]) -> list[list[int]]:
-    """Runs of capitalised words (token positions), joined across at most two connectors
-    ("Bank of England")."""
-    runs: list[list[int]] = []
-    current: list[int] = []
-    pending: list[int] = []
-    for i, tok in enumerate(tokens):
-        word = tok.group()
-        joinable = bool(current) and _joinable(body, tokens[i - 1], tok)
-        if _is_capitalised(word) and i not in dates:
-            if joinable:
-                current += [*pending, i]
-            else:
-                if current:
-                    runs.append(current)
-                current = [i]
-            pending = []
-        elif joinable and fold(word) in NAME_CONNECTORS and len(pending) < 2:
-            pending.append(i)
-        else:
-            if current:
-                runs.append(current)
-            current, pending = [], []
-    if current:
-        runs.append(current)
-    return runs
-
-
-def _run_name(
-    run: list[int], tokens: Sequence[re.Match[str]], lowercase_words: frozenset[str]
-) -> _Term | None:
-    """A run as a name to look up, or None: stopwords trimmed off both ends, not the
-    sentence's first word capitalised only for being first, not initials alone."""
-    words = [tokens[i].group() for i in run]
-    while words and fold(words[0]) in STOPWORDS | _STARTERS:
-        words.pop(0)
-        run = run[1:]
-    while words and fold(words[-1]) in STOPWORDS:
-        words.pop()
-    if not words:
-        return None
-    if run[0] == 0 and len(words) == 1 and fold(words[0]) in lowercase_words:
-        return None  # capitalised only as the sentence's first word: "Formed in 2008, ..."
-    keys = [_key(w) for w in words]
-    content = [_key(w) for w in words if fold(w) not in STOPWORDS | NAME_CONNECTORS]
-    # Initials and dotted acronyms ("J. R. R.", "U.S.") are written too many ways to check;
-    # a name made only of them is not a claim we can look up.
-    significant = tuple(w for w in content if len(w) > 1)
-    return _Term("name", " ".join(keys), significant) if significant else None
-
-
-def _claims(body: str, lowercase_words: frozenset[str]) -> list[_Term]:
-    """The names and numbers a sentence states; these are what its citations must back."""
-    tokens = list(WORD.finditer(body))
-    dates = _date_months(tokens)
-    names = (_run_name(run, tokens, lowercase_words) for run in _name_runs(body, tokens, dates))
-    months = (_Term("month", str(_MONTHS[fold(tokens[i].group())])) for i in sorted(dates))
-    numbers = (_Term("number", _number_key(number)) for number in _NUMBER.findall(body))
-    terms: dict[tuple[str, str], _Term] = {}
-    for term in (*names, *months, *numbers):
-        if term is not None:
-            terms.setdefault((term.kind, term.key), term)
-    return list(terms.values())
-
-
-def _supports(indexes: Sequence[_Index], terms: Sequence[_Term]) -> bool:
+def _supports(indexes: Sequence[TextIndex], terms: Sequence[Term]) -> bool:
     """Rules a and b: every term occurs in some cited passage, and every number or date occurs
     in a cited passage that also holds one of the sentence's names (no gluing)."""
     if not all(any(p.has(t) for p in indexes) for t in terms):
@@ -267,9 +99,9 @@ def _supports(indexes: Sequence[_Index], terms: Sequence[_Term]) -> bool:
 
 
 def _recite(
-    terms: Sequence[_Term],
-    indexes: dict[int, _Index],
-    titles: dict[int, _Index],
+    terms: Sequence[Term],
+    indexes: dict[int, TextIndex],
+    titles: dict[int, TextIndex],
     original: Sequence[int],
 ) -> list[int] | None:
     """The smallest set (one passage, else two) that supports the sentence. Among equals: the
@@ -301,9 +133,9 @@ def check_citations(
     Marks outside 1..N are removed; marks citing passages that hold none of the sentence's terms
     are removed; marks end up just before the sentence's final punctuation. A sentence with no
     names or numbers, or only ones taken from the question, cannot be checked and is kept."""
-    indexes = {s.n: _Index.of(f"{s.title} {s.text}") for s in sources}
-    titles = {s.n: _Index.of(s.title) for s in sources}
-    question_index = _Index.of(question) if question.strip() else None
+    indexes = {s.n: TextIndex.of(f"{s.title} {s.text}") for s in sources}
+    titles = {s.n: TextIndex.of(s.title) for s in sources}
+    question_index = TextIndex.of(question) if question.strip() else None
     lowercase_words = frozenset(
         fold(w)
         for text in [question, *(f"{s.title} {s.text}" for s in sources)]
@@ -318,7 +150,7 @@ def check_citations(
             continue
         result.sentences += 1
         cited = sorted({n for n in _marks(sentence) if n in indexes})
-        terms = _claims(body, lowercase_words)
+        terms = claims(body, lowercase_words)
         trivial = question_index is not None and all(question_index.has(t) for t in terms)
         if not terms or trivial:
             result.kept += 1
@@ -341,32 +173,12 @@ def check_citations(
 # --- the short answer ---------------------------------------------------------------------
 
 
-def _f1_tokens(text: str) -> list[str]:
-    """HotpotQA-normalised tokens, plural- and possessive-stripped so that "Cain Ballroom" and
-    "Cains Ballroom" score a full match against "Cain's Ballroom" (whose "'s" HotpotQA's
-    normalisation turns into a stray "s" token)."""
-    return [stem(t) for t in normalize_answer_folded(text).split() if t != "s"]
-
-
-def _f1(prediction: list[str], gold: list[str]) -> float:
-    """HotpotQA's token F1."""
-    common = sum((Counter(prediction) & Counter(gold)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(prediction), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def ground_short_answer(
-    short: str, sources: Sequence[SourceText], question: str = ""
-) -> tuple[str, bool]:
+def ground_short_answer(short: str, sources: Sequence[SourceText]) -> tuple[str, bool]:
     """Return ``(answer, grounded)``: the short answer as the passages word it, when they do.
 
     An answer found verbatim (after HotpotQA normalisation) is returned unchanged. Otherwise the
     passage window of about the answer's length with the best token F1 replaces it, if that F1
-    is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom"). ``question`` is accepted for
-    symmetry with ``check_citations``; the search does not need it."""
-    del question
+    is at least 0.5 ("Cain Ballroom" becomes "Cain's Ballroom": ``closest_window``)."""
     target = normalize_answer_folded(short)
     if not target:
         return "", False
@@ -377,26 +189,7 @@ def ground_short_answer(
     texts = [(s.title, s.text) for s in sources]
     if any(contains_span(short, f"{t} {x}") for t, x in texts):
         return short, True
-    gold = _f1_tokens(short) or target.split()
-    wanted = set(gold)
-    lengths = range(max(1, len(gold) - 2), len(gold) + 3)
-    best: tuple[float, int, str] = (0.0, 0, "")
-    for part in (p for pair in texts for p in pair):
-        words = part.split()
-        tokens = [_f1_tokens(w) for w in words]
-        for i in range(len(words)):
-            if not wanted.intersection(tokens[i]):
-                continue  # a window starting on a word the answer lacks can be trimmed: skip
-            for length in lengths:
-                if i + length > len(words):
-                    break
-                window = [t for ts in tokens[i : i + length] for t in ts]
-                if not window:
-                    continue
-                score = _f1(window, gold)
-                if score > best[0] or (score == best[0] and score and length < best[1]):
-                    text = re.sub(r"^\W+|\W+$", "", " ".join(words[i : i + length]))
-                    best = (score, length, text)
-    if best[0] >= 0.5 and best[2]:
-        return best[2], True
+    score, window = closest_window(short, [p for pair in texts for p in pair])
+    if score >= 0.5 and window:
+        return window, True
     return short, False

@@ -1,85 +1,20 @@
 """Deciding "A or B?" comparisons from the findings, without asking the model to compare.
 
-Measured on HotpotQA (v3, 50 questions): the planner found "Morgan Llywelyn: December 3, 1937"
-and "Robert Jordan: October 17, 1948", both supported by their passages, and the 1.5B reader
-still answered "Robert Jordan" to "Who was born first?". Comparing two dates or two numbers is
-arithmetic, not reading: when the question offers two alternatives, says which way it compares
-(first, earlier, older, later, more, larger, ...) and each alternative has a supported finding
-that is a date or a number, the answer is computed. Anything less clear is left to the reader.
-
-The alternatives and the direction come from the question as the rules read it once
-(``Question.choices``, ``agent.rules.alternatives``: "Which band was formed first, Tinted Windows
-or Hanson?" offers "Tinted Windows" and "Hanson"; ``Question.direction``, ``agent.rules.asked``);
-the answer step also maps its short answer onto one of them (``pick_choice``), because
-exact-match scoring punishes "the band" for "Hanson".
+Comparing two dates or two numbers is arithmetic, not reading (the 1.5B reader gets it wrong
+with both dates in its notes): when the question offers two alternatives (``Question.choices``),
+says which way it compares (``Question.direction``) and each alternative has a supported finding
+that is a date or a number (``agent.rules.values``), the answer is computed (``resolve``);
+anything less clear is left to the reader.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from agent.rules.question import Question
+from agent.rules.values import parse_date, parse_number
 from searchers.text import normalize_answer_folded
-
-
-def _contains(outer: str, inner: str) -> bool:
-    return bool(inner) and f" {inner} " in f" {outer} "
-
-
-def pick_choice(short: str, long: str, options: Sequence[str]) -> str:
-    """Resolve the short answer to one of the question's alternatives (``options``,
-    ``Question.choices``), as the question writes it: a direct match first, else the only
-    alternative the long answer names; otherwise the short answer unchanged (it may be right in
-    a form we cannot map)."""
-    if not options:
-        return short
-    target = normalize_answer_folded(short)
-    normalised = [normalize_answer_folded(o) for o in options]
-    equal = [o for o, n in zip(options, normalised, strict=True) if n == target and target]
-    if len(equal) == 1:
-        return equal[0]
-    overlapping = [
-        o
-        for o, n in zip(options, normalised, strict=True)
-        if _contains(n, target) or _contains(target, n)
-    ]
-    if len(overlapping) == 1:
-        return overlapping[0]
-    said = normalize_answer_folded(long)
-    named = [o for o, n in zip(options, normalised, strict=True) if _contains(said, n)]
-    if len(named) == 1:
-        return named[0]
-    return short
-
-
-# --- deciding the comparison ---------------------------------------------------------------
-
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-_DAY = re.compile(r"\b([0-3]?\d)\b")
-_NUMBER = re.compile(r"^\s*(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\b")
 
 
 @dataclass(frozen=True)
@@ -92,45 +27,8 @@ class Comparison:
     picked: str
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "direction": self.direction,
-            "kind": self.kind,
-            "values": self.values,
-            "picked": self.picked,
-        }
-
-
-def parse_date(text: str) -> tuple[int, int, int] | None:
-    """(year, month, day) from "December 3, 1937", "3 December 1937", "1937" or "Dec 1937";
-    month and day are 0 when the text does not say. None if there is no year."""
-    years = _YEAR.findall(text)
-    if len(years) != 1:  # a range or two dates: not one value
-        return None
-    year = int(years[0])
-    words = normalize_answer_folded(text).split()
-    month = next((MONTHS[w] for w in words if w in MONTHS), 0)
-    day = 0
-    if month:
-        rest = _YEAR.sub(" ", text)
-        days = [int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31]
-        day = days[0] if len(days) == 1 else 0
-    return (year, month, day)
-
-
-_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-
-
-def parse_number(text: str) -> float | None:
-    """ "24.15 million" -> 24150000.0: a magnitude word scales the number (HotpotQA's "24
-    million" against "105,000" was read as 24 before)."""
-    match = _NUMBER.match(text)
-    if not match:
-        return None
-    value = float(match.group(1).replace(",", ""))
-    rest = normalize_answer_folded(text[match.end() :]).split()
-    if rest and rest[0] in _SCALE:
-        value *= _SCALE[rest[0]]
-    return value
+        """Its fields, in order, for the trace."""
+        return asdict(self)
 
 
 def _naming(name: str, others: Sequence[str], findings: Sequence[tuple[str, str]]) -> list[str]:

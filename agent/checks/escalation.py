@@ -1,31 +1,12 @@
 """Whether the planner runs after the one-call draft, and which answer wins when it does.
 
-Every question starts with one-call RAG over the question's own hits (the draft: one model call,
-~8 s). The planner (``full``: ~6 calls, about a minute on the embedded model) pays on some
-questions and not on others: on the HotpotQA tuning slice it scored below the draft, on the 2Wiki
-one it doubled it (``benchmarks/results/router.md``). This module is the router between the two,
-from signals that exist right after the draft and cost no call, and the rule that picks the final
-answer when the plan ran. Pure functions: no I/O, no model; the planner, ``hoptree_agent`` and
-the router's replays (``benchmarks/router_agreement.py``) all read the same rules.
-
-The anchors:
-
-- Adaptive-RAG (Jeong et al., 2024) routes each question by its complexity to no, one or
-  multi-step retrieval. Its classifier is a trained T5; here the question's shape is the one the
-  planner's examples are chosen by (``Question.shape``, ``agent.rules.shape``), folded into the
-  four shapes the router tells apart (``route_shape``).
-- RASER-style escalation: answer once, then escalate from a handful of features of that attempt.
-  Our features are the draft's own: is its short answer a span of the passages it was shown
-  (``citations.ground_short_answer``), is it empty or "unknown", does it only restate the
-  question's words (``evidence.restates``: a bridge entity, not the answer).
-- FLARE and DRAGIN retrieve again when the model's token confidence drops. The embedded
-  llama.cpp server returns token log-probabilities (``escalation.answer_logprobs`` reads the
-  answer's own tokens); the fitted rule plans a single fact whose draft has a token below a
-  floor, fitted on tuning drafts run with them. A server that sends none leaves the floor
-  silent, and the shapes decide alone.
-
-The fitted rule is a handful of readable conditions, not a classifier: with 80 paired tuning
-questions a learned model would fit noise, and a rule can be read in a trace.
+The router between the draft (one call) and the plan (about six) reads signals that exist right
+after the draft and cost no call: the question's shape (``route_shape``), whether the draft's
+short answer is a span of its passages, is empty or only restates the question, and its answer
+tokens' log-probabilities (``answer_logprobs``). The rule is a handful of readable conditions,
+not a classifier; its anchors (Adaptive-RAG, RASER, FLARE/DRAGIN) and its fit are in
+docs/architecture.md ("Why the planner is the way it is") and ``benchmarks/results/router.md``.
+Pure functions: the planner, ``hoptree_agent`` and the router's replays read the same rules.
 """
 
 from __future__ import annotations
@@ -37,11 +18,11 @@ from typing import Literal
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.evidence import restates
+from agent.rules.answer_text import restates, unknown_like
 from agent.rules.question import Question, Shape
 from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
-from searchers.verification import NO_ANSWER, YES_NO
+from searchers.verification import YES_NO
 
 RouteShape = Literal["chain", "comparison", "choice", "single"]
 # the question's shapes (agent.rules.shape.Shape) as the router groups them
@@ -53,9 +34,6 @@ _FROM_SHAPE: dict[Shape, RouteShape] = {
     "single": "single",
 }
 
-# draft answers that say "no answer" in more words than searchers.verification.NO_ANSWER holds
-_UNKNOWN_WORDS = ("not provided", "not stated", "not specified", "cannot be determined", "unknown")
-
 
 def route_shape(question: Question) -> RouteShape:
     """The router's shape of ``question``: ``choice`` when it offers two named alternatives
@@ -66,12 +44,6 @@ def route_shape(question: Question) -> RouteShape:
     if len(question.choices) >= 2:
         return "choice"
     return _FROM_SHAPE[question.shape]
-
-
-def unknown_like(answer: str) -> bool:
-    """An empty draft, or one that says it has no answer ("unknown", "not stated")."""
-    text = normalize_answer_folded(answer)
-    return text in NO_ANSWER or any(word in text for word in _UNKNOWN_WORDS)
 
 
 @dataclass(frozen=True)
@@ -143,7 +115,7 @@ def draft_signals(
     empty = unknown_like(draft)
     supported = False
     if not empty:
-        _, supported = ground_short_answer(draft, shown, question.text)
+        _, supported = ground_short_answer(draft, shown)
     mean, low = logprob_summary(logprobs)
     return Signals(
         shape=route_shape(question),
@@ -159,19 +131,9 @@ def draft_signals(
 
 # --------------------------------------------------------------------------- the decision
 
-# The router's setting is ``RouterSettings`` (``PlannerSettings.router``): ``always`` and
-# ``never`` ignore the signals; ``fitted`` escalates a question of one of its ``shapes`` whatever
-# its draft, and one whose draft's least likely answer token has a log-probability below
-# ``min_logprob`` (when the server returned them).
-#
-# The defaults are the rule with the best F1 on the 80 tuning questions' real drafts
-# (``benchmarks/results/router.md``, "log-probability floor"): plan every chain, comparison and
-# choice between two names, and a single fact only when its draft is unsure (a token below
-# -1.0). Against the planner of the time it scored +5.8 F1 [+1.3, +11.1] pooled (+9.0, +4.7, +2.5
-# on HotpotQA, MuSiQue, 2Wiki), where planning only comparisons, choices and unsure drafts scored
-# +3.2 [-3.0, +9.7]; that narrower rule let confident wrong drafts of chains stand on the report
-# slices (MuSiQue -5.2, 2Wiki -16.7 on its first 42 questions). Escalating weak drafts too was
-# measured and not adopted: the 1.5B reader nearly always writes a span of its passages.
+# ``RouterSettings`` (``PlannerSettings.router``): ``always`` and ``never`` ignore the signals;
+# ``fitted`` (the default, fitted on the tuning drafts) plans a question of one of its ``shapes``
+# and one whose least likely answer token is below ``min_logprob``.
 FITTED = RouterSettings()
 
 
@@ -227,13 +189,8 @@ def final_choice(draft: Candidate, kind: PlanKind, plan: Candidate | None) -> Fi
     (nothing is read twice). A computed comparison or a resolved chain replaces the draft when
     its support is stronger: the plan's answer is supported and rests on a supported finding
     for every hop (or for both compared values), where the draft rests on one read of the
-    question's own hits. An unsupported plan answer never replaces the draft.
-
-    Measured on the tuning rows (``benchmarks/results/router.md``, final choice): where a
-    resolved plan and the draft disagree, the draft's own support says nothing (the 1.5B reader
-    almost always writes a span of its passages: 22 of 22 disagreeing drafts were supported),
-    and keeping a supported draft over a supported chain lost 11 points of F1 on HotpotQA and 25
-    on 2Wiki against letting the chain win."""
+    question's own hits. An unsupported plan answer never replaces the draft (the measurement:
+    docs/architecture.md)."""
     if kind == "open" or plan is None or not plan.answer.strip():
         return FinalChoice(draft.answer, "draft", "plan open: the draft stands")
     if same_answer(draft.answer, plan.answer):

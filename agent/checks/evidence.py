@@ -1,26 +1,24 @@
 """What the planner may believe and what the answer step reads: pure functions, no LLM.
 
-Round 1 answered from the planner's own summaries and scored below one-call RAG although its
-context held the gold paragraphs more often: a 1.5B summarizer drops and invents facts, and the
-planner then chased its inventions. So here:
-
 - a finding (an atomic query's short answer) counts only when its span occurs in the passages
   it came from (``support``); an unsupported finding is "not found", never a lead to follow;
-- the answer step reads raw passages, about as many as vanilla RAG shows this model, chosen from
-  everything the rounds found (``select_evidence``): each supported finding's passage first,
-  then the rest by how many of the question's and the findings' names and words they hold.
+- the answer step reads raw passages chosen from everything the rounds found
+  (``select_evidence``): each supported finding's passage first, then the rest by how many of
+  the question's and the findings' names and words they hold.
+
+Why (a 1.5B summarizer drops and invents facts): docs/architecture.md.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.rules.question import Question
-from searchers.text import STOPWORDS, WORD, fold, key_terms, normalize_answer_folded, stem
+from agent.rules.answer_text import restates
+from agent.rules.claims import anchors, named
+from searchers.text import WORD, fold, key_terms, normalize_answer_folded, stem
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 # A finding that is a sentence rather than a span is checked word by word: most of its content
@@ -34,48 +32,10 @@ def _text(passage: Mapping[str, Any]) -> str:
     return f"{passage.get('title', '')} {passage['text']}"
 
 
-_NAME_RUN = re.compile(r"\b(?:[A-Z0-9][\w'’.-]*\s+){0,5}[A-Z0-9][\w'’.-]*")
-_QUOTED = re.compile(r"[\"'‘“`]([^\"'’”`]{3,80})[\"'’”`]")
-
-
-def anchors(query: str) -> list[frozenset[str]]:
-    """The query's names and numbers, each as the set of its words (folded, stemmed): what a
-    passage answering it is about. "city of Tinted Windows" -> [{"tinted", "window"}]."""
-    found: list[frozenset[str]] = []
-    for run in [*_QUOTED.findall(query), *_NAME_RUN.findall(query)]:
-        words = frozenset(stem(fold(w)) for w in WORD.findall(run) if fold(w) not in STOPWORDS)
-        if words and words not in found:
-            found.append(words)
-    return found
-
-
-def _named(name: frozenset[str], words: set[str]) -> bool:
-    """All of a name's words occur, or all but one of a name of three or more: the planner
-    writes titles into names ("Representative Thomas Tucker") that the passage spells
-    otherwise ("Thomas Tudor Tucker ... a U.S. congressman"); measured on MuSiQue, such a
-    finding was thrown away and the chain broke at its first hop."""
-    present = len(name & words)
-    return present == len(name) or (len(name) >= 3 and present >= len(name) - 1)
-
-
 def names_one(names: Sequence[frozenset[str]], passage: Mapping[str, Any]) -> bool:
     """Does the passage name one of ``names``?"""
     words = _words(passage)
-    return any(_named(name, words) for name in names)
-
-
-def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -> bool:
-    """An answer made only of the query's own words answers nothing ("first performance of
-    Tinted Windows" -> "Tinted Windows"), unless the query offers it as an alternative
-    ("Who was older, A or B?" -> "B"). ``offered``: the alternatives, when the query is the
-    question and they were read already (``Question.choices``); else ``query`` is read as a
-    question of its own (a sub-query may offer them too)."""
-    said = set(normalize_answer_folded(answer).split())
-    if not said or not said <= set(normalize_answer_folded(query).split()):
-        return False
-    alternatives = Question.read(query).choices if offered is None else offered
-    named = {normalize_answer_folded(c) for c in alternatives}
-    return normalize_answer_folded(answer) not in named
+    return any(named(name, words) for name in names)
 
 
 def support(
@@ -131,11 +91,8 @@ class Finding:
 
 
 def _key_terms_of(texts: Sequence[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for text in texts:
-        for term in key_terms(text):
-            seen.setdefault(term, None)
-    return list(seen)
+    """The key terms of ``texts``, each once, in the order they first occur."""
+    return list(dict.fromkeys(term for text in texts for term in key_terms(text)))
 
 
 def _words(passage: Mapping[str, Any]) -> set[str]:

@@ -5,12 +5,12 @@ earlier one, so they are applied here in one place and in this order:
 
 1. snapped onto the passages' wording, "Cain Ballroom" to "Cain's Ballroom"
    (``citations.ground_short_answer``);
-2. an "A or B?" question's answer taken to the alternative it names (``comparison.pick_choice``);
+2. an "A or B?" question's answer taken to the alternative it names (``answer_text.pick_choice``);
 3. a bridge entity moved on to the finding of the hop it bridges to (``chains.last_hop``), unless
    the question offers alternatives;
 4. a resolved chain's answer: its last hop's finding (``chains.chain_end``), when the planner
    follows its chains and the question is neither yes/no nor "A or B?";
-5. put in the unit the question asks for, 1710 as "18th century" (``chains.in_asked_unit``);
+5. put in the unit the question asks for, 1710 as "18th century" (``values.in_asked_unit``);
 6. an "A or B?" question with a date or a number found for each: computed, not read
    (``comparison.resolve``).
 
@@ -24,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop, same_answer
+from agent.checks.chains import Hop, chain_end, last_hop, same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.checks.comparison import Comparison, pick_choice, resolve
+from agent.checks.comparison import Comparison, resolve
 from agent.checks.evidence import Finding
+from agent.rules.answer_text import pick_choice
 from agent.rules.question import Question
+from agent.rules.values import in_asked_unit
 from searchers.text import normalize_answer_folded
 from searchers.verification import YES_NO
 
@@ -58,7 +60,7 @@ def settle_short_answer(
     above, read against the passages shown, the plan's ``hops`` and its supported ``findings``;
     what the ``question`` offers and asks for is read from it, not from its words.
     ``follow_chain``: the planner's findings and chain answer are switched on."""
-    short, grounded = ground_short_answer(written, sources, question.text)
+    short, grounded = ground_short_answer(written, sources)
     short = pick_choice(short, long, question.choices)
     offers_choices = bool(question.choices)
     bridged_to = None if offers_choices else last_hop(short, hops, asks_when=question.asks_when)
@@ -90,9 +92,6 @@ def settle_short_answer(
 
 def says_yes_or_no(answer: str, question: Question) -> bool:
     """``answer`` is "yes" or "no" and ``question`` asks something else. The 1.5B reader answers
-    a hop phrased as a phrase ("nominated for Walter Huston", "military expedition in Beijing")
-    with "Yes", and a resolved chain then ended on it, over a reader that had written the right
-    name. Replayed on the default's recorded runs (``evals/results/v9/yes-no-replay.md``): 7
-    answers "Yes"/"No" to a wh-question, 2 of them right once the rule holds (the reader's name,
-    the draft's), none worse."""
+    a hop phrased as a phrase ("nominated for Walter Huston") with "Yes", and a resolved chain
+    then ended on it (``evals/results/v9/yes-no-replay.md``)."""
     return not question.yes_no and normalize_answer_folded(answer) in YES_NO

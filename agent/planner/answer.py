@@ -1,14 +1,9 @@
 """The ``answer`` node: one reserved call reads raw passages chosen from everything found,
-with the findings as notes (a plan that did not resolve reads one-call RAG's passages, no
-notes). The short answer is then grounded in a passage, moved along a
-planned chain past a bridge entity, or computed for an "A or B?" comparison
-(``agent.checks.short_answer``), every cited sentence is checked against its passages, and each
-cited passage becomes a ``Citation``; none of that costs a call.
-
-How the plan is answered is chosen once, from its status (``choose_mode``): a resolved plan
-reads its findings' passages with notes and follows its chain; an open one is read as one-call
-RAG reads the question; with the findings step ablated the fused passages are all there is. The
-steps after that only read the chosen ``AnswerMode``."""
+with the findings as notes. How the plan is answered is chosen once, from its status
+(``choose_mode``, an ``AnswerMode``): a resolved plan reads its findings' passages with notes
+and follows its chain; an open one is read as one-call RAG reads the question. The short answer
+is then settled by the no-call rules (``agent.checks.short_answer``), every cited sentence is
+checked against its passages, and each cited passage becomes a ``Citation``."""
 
 from __future__ import annotations
 
@@ -63,10 +58,8 @@ def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[Hit
     oracle does, hop by hop: the first ``HOP_PASSAGES`` passages of each searched query in plan
     order, then the question's as-written retrieval (one-call RAG's passages), then whatever
     else was found, ranked by the question's and the findings' names (a plan with no supported
-    finding reads the question's retrieval first, one-call RAG as the fallback). Measured on
-    MuSiQue tuning questions 1-22 by rereading the recorded runs with one-call RAG's reader:
-    hop order 38.5 F1, the findings' own passages and the question's hits first (what the
-    planner read) 32.1, BM25 top-5 36.2."""
+    finding reads the question's retrieval first, one-call RAG as the fallback). Why hop
+    order: docs/architecture.md."""
     passages = dict(plan.passages)
     ranked = plan.ranked()
     findings = plan.supported_findings()
@@ -91,9 +84,7 @@ def _answer_sources(plan: Plan, limit: int, *, narrow: bool, k: int) -> list[Hit
 def _reader_sources(plan: Plan, cfg: PlannerSettings) -> list[HitRecord] | None:
     """An open plan's passages when one-call RAG's reader answers it: the question's own first
     hits (one-call RAG's context), up to ``answer_sources``; None when the question's search
-    found nothing (the plan's own passages are all there is). Measured on the tuning
-    questions 1-30 of HotpotQA and MuSiQue against reading the plan's chain with its notes:
-    +3.1 F1 over the 60 (docs/architecture.md)."""
+    found nothing (the plan's own passages are all there is; docs/architecture.md)."""
     hits = plan.question_hits(cfg.k)
     shown = {hit.id: hit.to_json() for hit in hits}
     ids = list(dict.fromkeys(hit.id for hit in hits))[: cfg.answer_sources]
@@ -158,10 +149,9 @@ def _without_model(
     findings: list[Finding], sources: list[dict[str, Any]]
 ) -> tuple[str, str] | None:
     """(short, long) answer of a run whose answer call failed or ran out of time, built from
-    its supported findings, or None when it has none. The last finding is the chain's end (or
-    the one fact asked); each finding becomes a sentence citing its own passage where the
-    answer step shows it. The rules after the call (chain end, comparison, citation check) then
-    apply as to a written answer, and the run is flagged degraded with the reason."""
+    its supported findings (the last is the chain's end, each a sentence citing its own
+    passage), or None when it has none; the rules after the call then apply as to a written
+    answer, and the run is flagged degraded with the reason."""
     if not findings:
         return None
     numbers = {src["id"]: n for n, src in enumerate(sources, start=1)}

@@ -70,16 +70,12 @@ def _planned_queries(
     return clean_queries(raw, set(), limit) if by_rule else kept_queries(raw, question, limit)
 
 
-def _hops_wait(pairs: list[tuple[str, str]]) -> tuple[list[SubQuery], list[SubQuery]]:
-    """(ready, waiting): the first round's queries, and the hops that wait for an answer."""
-    return plan_sub_queries(pairs, 0, "decompose")
-
-
-def _all_at_once(pairs: list[tuple[str, str]]) -> tuple[list[SubQuery], list[SubQuery]]:
+def _all_at_once(
+    ready: list[SubQuery], waiting: list[SubQuery]
+) -> tuple[list[SubQuery], list[SubQuery]]:
     """The findings step ablated (LevelRAG's no-summarize): there are no answers to fill in,
     so every query goes out now, its ``#n`` spelled out with the words of the query it
     names."""
-    ready, waiting = plan_sub_queries(pairs, 0, "decompose")
     planned = {q["id"]: q for q in sorted(ready + waiting, key=lambda q: int(q["id"][1:]))}
     return [spell_out(q, planned) for q in planned.values()], []
 
@@ -116,8 +112,9 @@ async def decompose(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[s
     # not an error: repeated queries and copies of the prompt's pattern are expected noise
     dropped = [str(q) for q in raw if " ".join(str(q).split()) not in kept]
     pairs = pairs or clean_queries([question.text], set(), 1)  # nothing kept: the question
-    schedule = _hops_wait if run.planner.summarize else _all_at_once
-    ready, waiting = schedule(pairs)
+    ready, waiting = plan_sub_queries(pairs, 0, "decompose")  # waiting: hops needing an answer
+    if not run.planner.summarize:
+        ready, waiting = _all_at_once(ready, waiting)
     emit(
         runtime,
         "decompose",

@@ -1,19 +1,11 @@
 """The ``draft`` node: a cited answer in seconds, before any plan (issue 53).
 
-Every question starts with one-call RAG over its own hits: the question as written is searched
-by every searcher with no LLM call (what an open plan's answer reads anyway,
-``routing.question_sends``), and one-call RAG's reader reads the first ``answer_sources`` of
-them (one call, ~8 s on the embedded model, where the plan takes about a minute). The draft's
-short answer is settled and its citations checked exactly as the answer step's are
-(``answer.compose``), and it reaches the person at once as a ``draft`` trace event.
-
-The router (``agent.checks.escalation.decide``) then reads free signals of that draft: the
-question's shape, whether the short answer is a span of its passages, whether it is empty or
-only restates the question, the reply tokens' log-probabilities when the server returns them.
-When the draft stands the run ends here with it as the answer; otherwise the plan runs, its
-first round reuses the draft's searches, and the answer step decides which answer wins
-(``answer.answer``). A draft that cannot be written (the call failed or timed out, nothing was
-found) is no draft: the plan runs, and the trace says why.
+The question as written is searched by every searcher with no LLM call, and one-call RAG's
+reader reads the first ``answer_sources`` hits (one call); the draft is settled and checked as
+the answer step's answer is (``answer.compose``) and reaches the person at once as a ``draft``
+event. The router (``agent.checks.escalation.decide``) then says whether it stands (the run
+ends) or the plan runs, reusing the draft's searches; the answer step decides which answer wins
+(``answer.answer``). A draft that cannot be written is no draft: the plan runs.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The decompose prompt's worked plans: the examples of the question's shape only, and the
-made-up names a plan must not copy from them.
-
-A small model imitates the examples it is shown: with one fixed pair of examples the 1.5B planner
-copied their relations into questions of another shape (measured on v3, see
-``agent.rules.shape``). So the prompt shows the worked plans of the question's own shape
-(``Question.shape``); they live in ``prompts/plan_examples.toml`` with made-up names, and a
-planned query naming one of those names is a copy (``copies_an_example``).
+"""The decompose prompt's worked plans: the examples of the question's shape only
+(``Question.shape``; a small model copies the relations of the examples it is shown), from
+``prompts/plan_examples.toml``, and the made-up names a plan must not copy from them
+(``copies_an_example``).
 """
 
 from __future__ import annotations
@@ -26,10 +22,8 @@ _ARTICLES = frozenset({"The", "A", "An", "Of", "And"})  # capitalized inside a t
 @functools.cache
 def example_names() -> frozenset[str]:
     """The made-up names of the example bank, word by word ("Silver", "Tides", "Elvard"): the
-    capitalized words of its questions that are not a question's first word. Measured on
-    MuSiQue tuning: the 1.5B planner searched "county where the composer of Silver Tide..." for
-    a question about a state capital; a planned query naming one of these, where the question
-    does not, copies an example and is dropped."""
+    capitalized words of its questions that are not a question's first word; a planned query
+    naming one, where the question does not, copies an example and is dropped."""
     words: set[str] = set()
     for group in prompts.example_bank(EXAMPLE_BANK).values():
         for example in group.examples:

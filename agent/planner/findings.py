@@ -18,12 +18,7 @@ import prompts
 from agent.checks.evidence import support
 from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL
-from agent.planner.state import (
-    FindingRecord,
-    PlannerRun,
-    PlannerState,
-    SubQuery,
-)
+from agent.planner.state import FindingRecord, PlannerRun, PlannerState, SubQuery
 from agent.planner.trace import emit
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import ReaderReply, read_short_answer
@@ -31,8 +26,6 @@ from searchers.searcher import BudgetExceeded, RunScope
 from searchers.structured_calls import Reply, ask
 
 MAX_FINDING_CHARS = 200
-
-
 FINDINGS_MAX_TOKENS = 200
 
 # The findings calls' usage step (``hoptree_step``): LevelRAG's word, kept because eval rows'

@@ -19,10 +19,8 @@
 - ``answer`` (one reserved call) reads raw passages chosen from everything found, with the
   findings as one-line notes, and its cited answer is checked sentence by sentence.
 
-Why this shape (round 1 measured 25 calls a question and F1 below one-call RAG although the
-gold paragraphs were in its context 95% of the time): a 1.5B model drops and invents facts when
-it summarizes, and the planner then followed its inventions; every call costs seconds.
-``max_llm_calls`` is a hard cap checked before every call, the searchers' included.
+Why this shape: docs/architecture.md ("Why the planner is the way it is"). ``max_llm_calls`` is
+a hard cap checked before every call, the searchers' included.
 """
 
 from __future__ import annotations

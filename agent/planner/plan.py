@@ -1,17 +1,12 @@
 """The plan of one question, typed: its atomic queries, what each searcher found for them, their
 fused passages and their findings, and every question the nodes ask about that state.
 
-The graph's state stays JSON (a thread is checkpointed to SQLite, ``agent.planner.state``);
-a node reads it as a ``Plan`` (``Plan.from_json``) and asks the plan, not the dicts, which
-queries are ready, blocked, open or answered, whether the chain resolved and which passages it
-read. What "answered" means is written here once: a query is answered by its own supported
-finding or by a follow-up's that asked it again (``answer_of``), and a finding replaced by a
-follow-up's no longer counts (``active``); a plan is resolved by one rule (``resolved``).
-The nodes change the plan through it too: its updates (``first_round``, ``next_round``,
-``new_finding``, ``findings_update``) are the only writers of its query and finding records.
-
-A (query, searcher) result is keyed by ``ResultKey``; the state's reducer merges string keys,
-so the plan alone writes (``ResultKey.to_json``) and reads (``ResultKey.from_json``) them.
+The graph's state stays JSON (``agent.planner.state``); a node reads it as a ``Plan``
+(``Plan.from_json``) and asks the plan which queries are ready, blocked, open or answered
+(``answer_of``, ``active``) and whether the chain resolved (``resolved``), and changes it
+through the plan's updates (``first_round``, ``next_round``, ``new_finding``,
+``findings_update``), the only writers of its records. A (query, searcher) result is keyed by
+``ResultKey``.
 """
 
 from __future__ import annotations
@@ -22,9 +17,10 @@ from typing import Any
 
 from agent.checks.chains import Hop
 from agent.checks.evidence import Finding
-from agent.planner.queries import names_nothing, spell_out
-from agent.planner.state import FindingRecord, SearchEntry, SubQuery, query_key, question_of
+from agent.planner.queries import spell_out
+from agent.planner.state import FindingRecord, SearchEntry, SubQuery, question_of
 from agent.results import SubQueryReport
+from agent.rules.query_text import names_nothing, query_key
 from agent.rules.question import Question
 from searchers.fusion import fuse_results
 from searchers.passages import Hit, HitRecord
@@ -114,13 +110,10 @@ class Plan:
 
     def results_of(self, sub_query_id: str) -> list[SearchResult]:
         """Every searcher's result for one query, in the order they were recorded."""
-        return [
-            SearchResult.from_json(record)
-            for key, record in self.searches.items()
-            if key.sub_query_id == sub_query_id
-        ]
+        return [SearchResult.from_json(record) for record in self.records_of(sub_query_id)]
 
     def records_of(self, sub_query_id: str) -> list[SearchEntry]:
+        """Every searcher's record for one query, in the order they were recorded."""
         return [r for key, r in self.searches.items() if key.sub_query_id == sub_query_id]
 
     def fused_hits(self, sub_query_id: str, k: int) -> list[Hit]:
@@ -225,12 +218,9 @@ class Plan:
         A waiting query is ready when every query it needs has been searched and answered (by
         its own finding or a follow-up's). It is blocked when a query it needs was searched and
         found nothing: it stays unsearched until a follow-up answers that query, and never goes
-        out with the missing answer's words in its place. Measured on MuSiQue (v4, 82
-        questions), 38 hops went out spelled out that way ("when did (country where (city where
-        X was born) was born) become ..."); 10 came back with a finding, each wrong
-        ("Pocahontas (1995 film)" for an institute), and none of those questions was answered
-        right. An open chain's answer reads the question's own retrieval instead
-        (``planner.answer``)."""
+        out with the missing answer's words in its place (such hops found only wrong findings:
+        docs/architecture.md). An open chain's answer reads the question's own retrieval
+        instead (``planner.answer``)."""
         ready, still, blocked = [], [], []
         for qid in self.waiting:
             sub = self.sub_queries[qid]
@@ -261,18 +251,14 @@ class Plan:
         something: the one rule of a resolved plan, which the answer step reads
         (``answer.choose_mode``) and the result reports (``citation_check.plan_resolved``).
 
-        A query that names nothing does not resolve a plan, even with a finding: measured on
-        v4's HotpotQA report rows, the 16 plans with such a query that found everything scored
-        31 F1 where one-call RAG scored 46-48 on the same questions, while the 29 that found
-        everything without one scored 48 against 28-33 ("year of overlap" found "2010";
-        "named after" found a name unrelated to the chain and became the short answer)."""
+        A query that names nothing does not resolve a plan, even with a finding ("year of
+        overlap" found "2010"; such plans scored below one-call RAG: docs/architecture.md)."""
         return self.found_everything() and not self.nameless()
 
     def whole(self) -> bool:
         """Does the plan cover the question? A question of one fact is covered by one query; a
-        chain or a comparison needs two or more. Measured on MuSiQue: a 4-hop question planned
-        as one query "resolved" on a wrong first step, and its two passages held no answer;
-        such a plan keeps the wider context."""
+        chain or a comparison needs two or more; a 4-hop question planned as one query keeps
+        the wider context."""
         return self.shape == "single" or len(self.active()) >= 2
 
     def needed(self, qid: str) -> bool:

@@ -1,10 +1,9 @@
 """Where the planner goes next: the graph's routing, declared, not hidden in what nodes return.
 
-The decompose and verify nodes write the plan (which queries are pending, why the run stopped);
-the functions here read it and send each pending query to every searcher's node, or go to the
-answer. The graph's builder declares each of them with its possible destinations
-(``destinations``), so the compiled graph, ``get_graph()`` and LangGraph Studio draw every edge
-the run can take, the ``Send``s into the search nodes included. No LLM call here.
+The decompose and verify nodes write the plan; the functions here read it and send each pending
+query to every searcher's node, or go to the answer. The graph's builder declares each with its
+possible destinations (``destinations``), so the compiled graph and LangGraph Studio draw every
+edge the run can take. No LLM call here.
 """
 
 from __future__ import annotations

@@ -21,12 +21,9 @@ async def search(task: SearchTask, runtime: Runtime[PlannerRun]) -> dict[str, An
     """One searcher on one atomic query. A searcher that raises, hangs or overruns the deadline
     degrades the answer (the trace says so); it never fails the question.
 
-    The searcher gets the rounds' scope as ``scope=`` (a child of it with the task's
-    allowance when the task has one), so each of its LLM calls is charged to the question
-    before it is made. A searcher written before scopes (``search(query, *, k)``, see
-    ``takes_scope``) is called without one and the calls its result reports are counted on
-    that scope afterwards: the one compatibility path where calls are counted after the
-    fact."""
+    The searcher gets the rounds' scope (a child with the task's allowance when it has one),
+    charged before each of its LLM calls; one written before scopes (``takes_scope``) is called
+    without it and the calls its result reports are counted afterwards."""
     run = runtime.context
     started = time.monotonic()
     name, query = task["searcher"], task["query"]

@@ -1,18 +1,15 @@
 """The planner graph's state, its reducers, and the per-run context the nodes share.
 
-State holds only JSON-shaped values (dicts, lists, strings, numbers), because a thread's state is
-checkpointed to SQLite between questions; models, searchers and budgets travel in the run context,
-which is never persisted. The question is read once, by ``fresh_question``: the state keeps its
-text (``question``) and the ``Question`` the rules read from it as a record (``parsed``), which
-the nodes read back with ``question_of`` (or ``Plan.question``) instead of parsing the words.
-Keyed maps merge on write so parallel ``Send`` branches can each add their own entry; writing
-``None`` to one resets it, which is how a new question on an old thread starts clean while
-keeping the conversation history.
+State holds only JSON-shaped values, because a thread's state is checkpointed to SQLite between
+questions; models, searchers and budgets travel in the run context, never persisted. The
+question is read once (``fresh_question``): the state keeps its text and its ``Question`` as a
+record (``parsed``, read back with ``question_of``). Keyed maps merge on write so parallel
+``Send`` branches each add their own entry; writing ``None`` resets one (a new question on an old
+thread starts clean, keeping the conversation history).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,9 +26,7 @@ from searchers.passages import HitRecord
 from searchers.searcher import DEFAULT_LLM_TIMEOUT_S, RunScope, Searcher, SearchRecord
 
 # The time searching leaves the answer step: a share of the question's deadline, at most two
-# minutes (one answer call of the embedded model with its passages takes well under that). Set
-# with the first planner (1c35812); no measurement chose the numbers, and the answer's reserved
-# call has its own scope (``answer_scope``), so they only end searching a little early.
+# minutes (no measurement chose them; the answer's call has its own scope, ``answer_scope``).
 ANSWER_RESERVE_SHARE = 0.15
 ANSWER_RESERVE_MAX_S = 120.0
 
@@ -153,36 +148,15 @@ def question_of(state: Mapping[str, Any]) -> Question:
     return Question.from_json(state["parsed"])
 
 
-_QUERY_FILLER = frozenset(
-    "a an the of in on at to for by and or is was are were what which who whom whose when where "
-    "how did does do please find search".split()
-)
-_NON_WORD = re.compile(r"[^\w]+")
-
-
-def query_key(query: str) -> str:
-    """Two wordings of one query share a key: case, punctuation, filler and order ignored."""
-    words = {w for w in _NON_WORD.split(query.casefold()) if w and w not in _QUERY_FILLER}
-    return " ".join(sorted(words))
-
-
 @dataclass
 class PlannerRun:
     """Per-run context: the models and searchers, the budgets, and the event sink.
 
-    The run contract of one question is three ``RunScope``s, none of them ever changed:
-
-    - ``scope``, the question's root: it counts every call made for the question (its count is
-      ``AskResult.llm_calls``) and ends at the question's deadline plus one LLM timeout, the
-      answer's grace (below). Its ``max_llm_calls`` is split between its two children.
-    - ``rounds``, its child for everything before the answer (decompose, the searches,
-      findings, verify): ``max_llm_calls - 1`` calls and the question's deadline. Every
-      searcher gets a sub-scope of it, so the cap holds over their calls too.
-    - ``answer_scope()``, its other child, made when the answer step runs: the one call kept
-      for the answer, so the rounds can never spend it, not even when an old plugin's calls,
-      counted after its search, took the rounds past their allowance.
-
-    So no more than ``max_llm_calls`` calls are ever charged, and no node mutates a budget.
+    The run contract of one question is three ``RunScope``s, none of them ever changed
+    (ARCHITECTURE.md, "The run contract"): ``scope``, the question's root (every call,
+    ``AskResult.llm_calls``; the deadline plus one LLM timeout); ``rounds``, its child for
+    everything before the answer (``max_llm_calls - 1`` calls, the deadline); and
+    ``answer_scope()``, its other child, the one call kept for the answer.
     """
 
     chat: BaseChatModel

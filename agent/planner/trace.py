@@ -7,10 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from agent.planner.state import (
-    PlannerRun,
-    SubQuery,
-)
+from agent.planner.state import PlannerRun, SubQuery
 from agent.results import EventKind, TraceEvent
 
 
@@ -34,4 +31,5 @@ def emit(
 
 
 def sub_report(sub: SubQuery) -> dict[str, Any]:
+    """A planned query as the trace reports it."""
     return {"id": sub["id"], "query": sub["query"], "needs": sub.get("needs", [])}

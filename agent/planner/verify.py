@@ -1,6 +1,5 @@
-"""The ``verify`` node: routes without a call while it can (ready hops go out, all queries
-supported means the evidence suffices); otherwise one call judges and names the follow-ups,
-and follow-ups that ask what a finding already answers are dropped. Every loop has a budget."""
+"""The ``verify`` node: what the plan does next, without a call while it can (``verify`` lists
+the steps in order). Every loop has a budget."""
 
 from __future__ import annotations
 
@@ -14,10 +13,11 @@ from pydantic import BaseModel, Field
 
 import prompts
 from agent.planner.plan import Plan
-from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries, similar_queries
-from agent.planner.state import PlannerRun, PlannerState, SubQuery, query_key
+from agent.planner.queries import MAX_QUERIES_PER_CALL, clean_queries
+from agent.planner.state import PlannerRun, PlannerState, SubQuery
 from agent.planner.trace import emit, sub_report
 from agent.results import PlanStop
+from agent.rules.query_text import query_key, similar_queries
 from agent.settings import PlannerSettings
 from searchers.passages import focus_text
 from searchers.searcher import BudgetExceeded
@@ -25,9 +25,7 @@ from searchers.structured_calls import ask
 
 VERIFY_MAX_TOKENS = 160
 # A plan's hops go out one round each, so a 4-hop chain needs 4 rounds; ``max_rounds`` bounds
-# the follow-up rounds, and planned hops may run this many rounds past it (the LLM-call cap and
-# the deadline still bound them). Measured on MuSiQue before this: 6 of 10 questions stopped on
-# max_rounds with planned hops unsearched.
+# the follow-up rounds, and planned hops may run this many rounds past it.
 HOP_EXTRA_ROUNDS = 2
 
 
@@ -66,8 +64,7 @@ def _findings_text(plan: Plan, chars: int) -> str:
 def _target(query: str, key: str, plan: Plan, open_queries: list[SubQuery]) -> str | None:
     """The open query a follow-up asks again: the one sharing most of its words, if any. The
     question asked again stands in for no hop that others wait on: its answer filled into
-    "first performance in #1" would make the city the band (measured on the demo question:
-    "Tulsa, Oklahoma" became the band of two waiting hops)."""
+    "first performance in #1" would make the city the band."""
     words = set(key.split())
     target = max(
         open_queries,

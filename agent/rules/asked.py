@@ -71,7 +71,7 @@ _DECADE = re.compile(r"\b(?:what|which)\s+decade\b", re.IGNORECASE)
 def asked_unit(question: str) -> Unit | None:
     """The unit a date is asked in: "What century did X live in?" asks a century, "which
     decade" a decade (a century when it says both), None otherwise. The answer checks say a year
-    in it (``checks.chains.in_asked_unit``: 1710 -> "18th century"); measured on MuSiQue, the
+    in it (``values.in_asked_unit``: 1710 -> "18th century"); measured on MuSiQue, the
     chain's finding was the year and the reader copied it (18634b4)."""
     if _CENTURY.search(question):
         return "century"

@@ -60,3 +60,13 @@ def test_no_folder_on_both_sides_is_an_error(tmp_path: Path) -> None:
     _write(tmp_path / "before", "2wiki/full", [_row("a")])
     (tmp_path / "after").mkdir()
     assert main([str(tmp_path / "before"), str(tmp_path / "after")]) == 2
+
+
+def test_a_live_call_and_its_replayed_hit_read_the_same_prompt_tokens(tmp_path: Path) -> None:
+    live = _row("a", prompt_tokens=400, cache_hit_prompt_tokens=600)
+    _write(tmp_path / "before", "hotpotqa/full", [live, _row("b", cache_hit_prompt_tokens=900)])
+    hit = _row("a", cache_hit_prompt_tokens=1000)
+    _write(tmp_path / "after", "hotpotqa/full", [hit, _row("b", cache_hit_prompt_tokens=950)])
+    (report,) = compare(tmp_path / "before", tmp_path / "after")
+    assert report.tokens_differ == ["b"] and not report.same
+    assert "prompt tokens read differ in 1" in report.line()

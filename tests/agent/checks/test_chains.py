@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.checks.chains import Hop, chain_end, in_asked_unit, last_hop
+from agent.checks.chains import Hop, chain_end, last_hop
 from agent.rules.question import Question
 
 # "Why did the wife of Tom Arlen die?": q1 finds the wife, q2 was sent with her name filled in
@@ -92,18 +92,3 @@ def test_a_date_ends_a_chain_only_when_the_question_asks_when() -> None:
     assert chain_end(dated, asks_when=asked) == "12 March 1923"
     which = when("Which league did the wife of Tom Arlen start?")
     assert chain_end(dated, asks_when=which) is None
-
-
-def test_a_year_is_said_in_the_unit_the_question_asks() -> None:
-    century = Question.read("What century did the author of A live in?").unit
-    assert century == "century"
-    assert in_asked_unit("1710", century) == "18th century"
-    assert in_asked_unit("3 May 1901", century) == "20th century"
-    assert in_asked_unit("1700", century) == "17th century"
-    decade = Question.read("Which decade did C start?").unit
-    assert decade == "decade"
-    assert in_asked_unit("1987", decade) == "1980s"
-    assert in_asked_unit("18th century", century) == "18th century"
-    assert in_asked_unit("1980s", decade) == "1980s"
-    assert in_asked_unit("1710", Question.read("When did E die?").unit) == "1710"
-    assert in_asked_unit("Paris", century) == "Paris"

@@ -18,7 +18,6 @@ from agent.checks.escalation import (
     final_choice,
     logprob_summary,
     route_shape,
-    unknown_like,
 )
 from agent.rules.question import Question
 from agent.rules.shape import SHAPES
@@ -64,13 +63,6 @@ def test_every_question_shape_has_a_route_shape() -> None:
     }
     offered = Question.read("Which band was formed first, Tinted Windows or Hanson?")
     assert offered.shape == "comparison" and route_shape(offered) == "choice"
-
-
-def test_unknown_like_drafts() -> None:
-    assert unknown_like("")
-    assert unknown_like("Unknown")
-    assert unknown_like("The city is not stated in the passages")
-    assert not unknown_like("Tulsa")
 
 
 def test_a_draft_in_its_passages_is_supported() -> None:

@@ -142,7 +142,8 @@ def test_a_retold_passage_is_not_a_finding() -> None:
 
 
 def test_a_long_name_with_one_word_spelled_otherwise_still_names_the_passage() -> None:
-    from agent.checks.evidence import anchors, names_one
+    from agent.checks.evidence import names_one
+    from agent.rules.claims import anchors
 
     passage = {"id": "t", "title": "Thomas Tudor Tucker", "text": "Tucker was born in Bermuda."}
     assert names_one(anchors("where Representative Thomas Tucker was from"), passage)

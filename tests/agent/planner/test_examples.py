@@ -7,7 +7,7 @@ import pytest
 
 import prompts
 from agent.planner.examples import copies_an_example, example_names, plan_examples
-from agent.planner.state import query_key
+from agent.rules.query_text import query_key
 from agent.rules.shape import SHAPES
 
 

@@ -14,9 +14,9 @@ from agent.planner.state import (
     SearchEntry,
     SubQuery,
     fresh_question,
-    query_key,
     question_of,
 )
+from agent.rules.query_text import query_key
 from agent.rules.question import Question
 from searchers.passages import Hit, Passage
 from searchers.searcher import SearchResult

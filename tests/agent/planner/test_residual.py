@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import BaseMessage
 
-from agent.planner.queries import clean_queries, residual_hop, residual_query
+from agent.planner.queries import clean_queries, residual_hop
 from agent.settings import PlannerSettings
 from searchers.sparse_tantivy import TantivySparseIndex
 from tests.planner_scripts import (
@@ -81,17 +81,6 @@ def test_a_full_plan_or_a_repeat_adds_nothing() -> None:
         "Where did the #1 think Venus was in relation to the sun?",
     ]
     assert planned(twice) == twice  # built on already
-
-
-def test_a_recorded_plan_is_judged_by_its_recorded_links() -> None:
-    # a recorded hop's #1 was filled with the answer, so only its recorded link says it builds
-    # on the bridge
-    queries = ["author of The Lantern Atlas", "where Ilse Varnow put Venus"]
-    assert residual_query(queries, [set(), {0}], QUESTION) is None
-    assert residual_query(queries, [set(), set()], QUESTION) == (
-        0,
-        "Where did the #1 think Venus was in relation to the sun?",
-    )
 
 
 ATLAS = [

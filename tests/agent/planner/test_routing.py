@@ -17,7 +17,8 @@ from agent.planner.routing import (
     destinations,
     search_node,
 )
-from agent.planner.state import SubQuery, query_key
+from agent.planner.state import SubQuery
+from agent.rules.query_text import query_key
 from agent.rules.question import Question
 from agent.settings import PlannerSettings
 
