@@ -105,8 +105,11 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "From `evals/results/peers/<slice>/` (no model call). Δ is hoptree's default "
         "(`draft-first`) minus the peer, in F1 points, on the questions both answered, with the "
         "paired 95% bootstrap interval; W/L are hoptree's wins and losses. The runs of a slice "
-        "were made interleaved in one session (a few questions of each pipeline in turn), so "
-        "seconds compare within a slice. *No search*: the questions the peer answered without one "
+        "were made interleaved (a few questions of each pipeline in turn), so seconds compare "
+        "within a slice, except hoptree's default on the fresh slices' questions 1-15: rerun "
+        "alone after the plan stopped writing HyDE passages, beside niced test suites, so its "
+        "seconds there are not comparable (`evals/results/README.md` gives the interleaved "
+        "16-20). *No search*: the questions the peer answered without one "
         "search (LangChain's ReAct agent on this model: it answers without calling its tool, "
         "or writes the call as text that the server does not parse as one: the model's chat "
         'template shows the call\'s format as `{{"name": ..., "arguments": ...}}`, its '
