@@ -322,30 +322,31 @@ def _comparison_table(comparison: Comparison) -> Table:
     return table
 
 
-def _gains_table(paired: PairedComparison) -> Table:
-    header, rows = gains_table(paired)
-    gains = Table(
-        title=f"paired gains over {paired.reference} on {len(paired.ids)} shared questions "
-        f"(95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
-    )
+def _paired_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    """A paired section on the terminal: the run and what is compared on the left, numbers on
+    the right, as its markdown table has them."""
+    table = Table(title=title)
     for index, column in enumerate(header):
-        gains.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
+        table.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
     for row in rows:
-        gains.add_row(*row)
-    return gains
+        table.add_row(*row)
+    return table
+
+
+def _gains_table(paired: PairedComparison) -> Table:
+    return _paired_table(
+        f"paired gains over {paired.reference} on {len(paired.ids)} shared questions "
+        f"(95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})",
+        *gains_table(paired),
+    )
 
 
 def _cost_table(paired: PairedComparison) -> Table:
-    header, rows = cost_table(paired)
-    costs = Table(
-        title=f"paired cost against {paired.cost_reference} on {len(paired.ids)} shared "
-        f"questions (95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})"
+    return _paired_table(
+        f"paired cost against {paired.cost_reference} on {len(paired.ids)} shared "
+        f"questions (95% bootstrap CI, {paired.resamples} resamples, seed {paired.seed})",
+        *cost_table(paired),
     )
-    for index, column in enumerate(header):
-        costs.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
-    for row in rows:
-        costs.add_row(*row)
-    return costs
 
 
 @eval_app.command("losses")

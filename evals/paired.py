@@ -462,10 +462,10 @@ def analyse(
 # --------------------------------------------------------------------------- rendering
 
 
-def _signed(points: float) -> str:
+def _signed(value: float, digits: int = 1) -> str:
     """``+5.2``, ``-1.0``; ``0.0`` where it rounds to zero (no "-0.0" beside a "+0.0")."""
-    text = f"{points:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 def format_gain(diff: PairedDiff) -> str:
@@ -672,17 +672,10 @@ def _ablation_section(c: PairedComparison) -> list[str]:
     ]
 
 
-def _signed_to(value: float, digits: int) -> str:
-    """``value`` signed with ``digits`` decimals; unsigned zero where it rounds to zero."""
-    text = f"{value:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
 def format_cost(diff: CostDiff, digits: int) -> str:
     """``-12.1 [-16.8, -7.9]``: the mean difference and its interval, signed, in the cost's unit."""
     return (
-        f"{_signed_to(diff.mean, digits)} "
-        f"[{_signed_to(diff.low, digits)}, {_signed_to(diff.high, digits)}]"
+        f"{_signed(diff.mean, digits)} [{_signed(diff.low, digits)}, {_signed(diff.high, digits)}]"
     )
 
 
@@ -717,7 +710,7 @@ def cost_table(comparison: PairedComparison) -> tuple[list[str], list[list[str]]
                     f"{diff.less}/{diff.more}/{diff.same}",
                     f"{diff.median:.{middle}f}",
                     f"{diff.reference_median:.{middle}f}",
-                    _signed_to(diff.median_diff, middle),
+                    _signed(diff.median_diff, middle),
                 ]
             )
     return header, rows
