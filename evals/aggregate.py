@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evals.drafts import draft_means
 from evals.metrics import mean_defined
+
+
+def prompt_tokens_read(row: Mapping[str, Any]) -> int:
+    """The prompt tokens a row's calls read, from the model or the LLM cache: a cache hit
+    counts its prompt in ``cache_hit_prompt_tokens``, so a live call and its replayed hit
+    read the same number."""
+    return int(row.get("prompt_tokens") or 0) + int(row.get("cache_hit_prompt_tokens") or 0)
 
 
 def _percent(value: float | None) -> float | None:
@@ -85,9 +92,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "completion_tokens_median": median("completion_tokens"),
         "seconds_median": median("seconds"),
         "llm_cache_hits_per_question": cached_mean(lambda r: r["llm_cache_hits"], 2),
-        "prompt_tokens_without_cache_per_question": cached_mean(
-            lambda r: r["prompt_tokens"] + (r.get("cache_hit_prompt_tokens") or 0), 1
-        ),
+        "prompt_tokens_without_cache_per_question": cached_mean(prompt_tokens_read, 1),
         "llm_cache_recorded_n": len(cached),
         **_planner_means(rows),
         **draft_means(rows),  # draft-first runs: escalation rate, time to the first answer

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals.aggregate import prompt_tokens_read
+
 # fields that measure the clock, the machine or the token accounting, at any depth of a row
 IGNORED = frozenset(
     {
@@ -54,13 +56,6 @@ def comparable(value: Any) -> Any:
     if isinstance(value, list):
         return [comparable(v) for v in value]
     return value
-
-
-def prompt_tokens_read(row: Mapping[str, Any]) -> int:
-    """The prompt tokens a row's calls read, from the model or the LLM cache: a cache hit
-    counts its prompt in ``cache_hit_prompt_tokens``, so a live call and its replayed hit
-    read the same number."""
-    return int(row.get("prompt_tokens") or 0) + int(row.get("cache_hit_prompt_tokens") or 0)
 
 
 def differences(a: Any, b: Any, path: str = "") -> Iterator[str]:
