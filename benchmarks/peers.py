@@ -10,7 +10,8 @@ of the pipelines rotating from chunk to chunk), and so on. So each pipeline's se
 on the same machine in the same hour as the others', the only way seconds compare; and a session
 that stops leaves every pipeline at about the same question. Each chunk is a child ``hoptree eval
 run`` on ``evals/results/peers/<slice>/<pipeline>``, resumable: the same command goes on where
-it stopped. A peer that is not installed is skipped with its install step printed.
+it stopped, and a chunk its folder already holds starts no child run. A peer that is not
+installed is skipped with its install step printed.
 
 ``report``: ``benchmarks/results/peers.json`` and ``.md`` from the committed rows, no model call
 (``evals.peer_scores``): per slice and peer, the peer's F1 and EM, hoptree's default F1 on the
@@ -94,6 +95,22 @@ def run_args(key: str, pipeline: str, upto: int, concurrency: int) -> list[str]:
     ]
 
 
+def rows_written(folder: Path) -> int:
+    """The questions a run folder has finished: its whole rows (a torn last line, left by a
+    kill mid-write, does not count; the child run cuts it and asks that question again)."""
+    path = folder / "details.jsonl"
+    if not path.is_file():
+        return 0
+    count = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            json.loads(line)
+        except ValueError:
+            continue
+        count += bool(line.strip())
+    return count
+
+
 def run(args: argparse.Namespace) -> int:
     pipelines = pipelines_to_run(args.pipelines)
     hoptree = str(Path(sys.executable).with_name("hoptree"))
@@ -107,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{key}: no question file {missing[0]}", file=sys.stderr)
                 return 2
             for pipeline in order:
+                if rows_written(RESULTS / key / pipeline) >= upto:
+                    continue  # a finished chunk: no child run (each costs seconds to start)
                 command = [hoptree, *run_args(key, pipeline, upto, args.concurrency)]
                 print(f"== {key} {pipeline} up to {upto}", file=sys.stderr, flush=True)
                 code = subprocess.call(command)
