@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evals.catalogue import get_pipeline
 from evals.peer_scores import ONE_CALL, PEERS_FOLDER, SLICES, peer_scores, peers_markdown
 from evals.peers import PeerMissingError
+from evals.report import details_or_none
 from evals.suite import CHAINS_SUITE, PEERS_LIMIT, PEERS_STAGE, SuiteRun, missing_dataset_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,19 +97,10 @@ def run_args(key: str, pipeline: str, upto: int, concurrency: int) -> list[str]:
 
 
 def rows_written(folder: Path) -> int:
-    """The questions a run folder has finished: its whole rows (a torn last line, left by a
-    kill mid-write, does not count; the child run cuts it and asks that question again)."""
-    path = folder / "details.jsonl"
-    if not path.is_file():
-        return 0
-    count = 0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            json.loads(line)
-        except ValueError:
-            continue
-        count += bool(line.strip())
-    return count
+    """The questions a run folder has finished, read as every report reads its rows
+    (``evals.report``: a torn last line, left by a kill mid-write, does not count; a damaged
+    file counts none, so the child run starts and says what is wrong with it)."""
+    return len(details_or_none(folder) or [])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -81,13 +81,15 @@ def test_a_run_shares_no_question_with_hoptree_gives_no_row(tmp_path: Path) -> N
     assert peer_scores(tmp_path) == {}
 
 
-def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
-    monkeypatch: Any, tmp_path: Path
-) -> None:
+def record_child_runs(
+    monkeypatch: Any, results: Path, pipelines: list[str]
+) -> list[tuple[str, str]]:
+    """``peers.py run`` with ``pipelines`` over run folders in ``results``: each child run it
+    starts is recorded as (pipeline, limit) instead of run. The order is the point, not the
+    question files (a clone has no ../shared)."""
     calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(peers, "RESULTS", tmp_path)  # no chunk finished yet
-    monkeypatch.setattr(peers, "pipelines_to_run", lambda names: ["draft-first", "bm25", "x"])
-    # the order is the point, not the question files (a clone has no ../shared)
+    monkeypatch.setattr(peers, "RESULTS", results)
+    monkeypatch.setattr(peers, "pipelines_to_run", lambda names: pipelines)
     monkeypatch.setattr(peers, "missing_dataset_files", lambda runs, data: [])
 
     def call(command: list[str]) -> int:
@@ -97,6 +99,13 @@ def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
         return 0
 
     monkeypatch.setattr(peers.subprocess, "call", call)
+    return calls
+
+
+def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    calls = record_child_runs(monkeypatch, tmp_path, ["draft-first", "bm25", "x"])
     assert peers.main(["run", "--slices", "musique", "--limit", "7", "--chunk", "5"]) == 0
     assert calls == [
         ("draft-first", "5"),
@@ -113,23 +122,12 @@ def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
 def test_a_chunk_a_folder_already_holds_starts_no_child_run(
     monkeypatch: Any, tmp_path: Path
 ) -> None:
-    calls: list[tuple[str, str]] = []
-    monkeypatch.setattr(peers, "RESULTS", tmp_path)
-    monkeypatch.setattr(peers, "pipelines_to_run", lambda names: ["draft-first", "bm25"])
-    monkeypatch.setattr(peers, "missing_dataset_files", lambda runs, data: [])
+    calls = record_child_runs(monkeypatch, tmp_path, ["draft-first", "bm25"])
     write_run(tmp_path / "musique" / "draft-first", [row(f"q{i}", 1.0) for i in range(7)])
     # bm25 finished 5 and was killed writing its 6th: that torn line does not count
     write_run(tmp_path / "musique" / "bm25", [row(f"q{i}", 1.0) for i in range(5)])
     with (tmp_path / "musique" / "bm25" / "details.jsonl").open("a") as handle:
         handle.write('{"id": "q5", "f1"')
     assert peers.rows_written(tmp_path / "musique" / "bm25") == 5
-
-    def call(command: list[str]) -> int:
-        calls.append(
-            (command[command.index("--pipeline") + 1], command[command.index("--limit") + 1])
-        )
-        return 0
-
-    monkeypatch.setattr(peers.subprocess, "call", call)
     assert peers.main(["run", "--slices", "musique", "--limit", "10", "--chunk", "5"]) == 0
     assert calls == [("bm25", "10"), ("draft-first", "10")]
