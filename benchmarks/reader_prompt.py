@@ -1,0 +1,213 @@
+"""Which reading makes the draft read as FlashRAG's one call does? One call an item, tuning slices.
+
+On the tuning slices' first 50 questions, FlashRAG's one call (``peer-standard``: its default
+template, a free-text reply, five whole BM25 passages) scored above hoptree's own one call over
+the same five (``bm25``: the JSON reader of ``rag_answer``, each passage trimmed to 350
+characters) on HotpotQA ``_b`` and 2Wiki, and above hoptree's draft. An earlier replay on the
+fresh slices (``peer_plumbing.py``) took the two apart: FlashRAG's prompt over the windows read
+worse, hoptree's JSON reader over whole passages read the same; only the two together won. This
+replays readings hoptree could own, in its own words, one arm at a time
+(``<reader>/<passages>``):
+
+- readers: ``json-windows``, today's draft reader (``searchers.reader.read_short_answer``, a
+  JSON reply) over passages trimmed to ``passage_chars`` around the question; ``plain-whole``,
+  a free-text reply, the whole passages and the question in one user message
+  (``PLAIN_PROMPT``); ``terse-whole``, a free-text reply with the whole passages in the system
+  message and the question alone as the user's (``TERSE_PROMPT``: the layout of FlashRAG's
+  template, not its words);
+- passages: ``draft``, the draft's five fused passages (the planner's searchers' first
+  retrieval of the question, recomputed with the real searchers, ``draft_inputs.slice_lists``);
+  ``bm25``, BM25's five (the peer's).
+
+``json-windows/draft`` is the draft replayed (its answers match the recorded drafts). Every arm
+makes one call a question, cache off. Rows go to ``--out``, one JSON line a (slice, question,
+arm), resumable; ``--summary`` prints each arm's F1 and its paired difference from the draft,
+with FlashRAG's recorded ``peer-standard`` rows beside them.
+
+    HOPTREE_LLM__CACHE=false HOPTREE_LLM__LOCAL_PARALLEL=2 python benchmarks/reader_prompt.py \\
+        --slices hotpotqa_b 2wiki musique --limit 50 --arms terse-whole/bm25 --out rows.jsonl
+    python benchmarks/reader_prompt.py --summary --out rows.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from draft_inputs import Lists, slice_lists
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from agent.runtime.chat_models import build_chat_model
+from agent.settings import Settings
+from evals.metrics import answer_scores
+from evals.paired import format_gain_wl, paired_diff
+from searchers.passages import Hit, numbered_passages
+from searchers.reader import read_short_answer
+from searchers.searcher import RunScope
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / "evals" / "results" / "peers"
+READERS = ("json-windows", "plain-whole", "terse-whole")
+PASSAGES = ("draft", "bm25")
+BASELINE = "json-windows/draft"
+WHOLE = 1 << 20
+N = 5
+PLAIN_PROMPT = (
+    "Below are documents a search engine found. Answer the question from them with the answer "
+    "alone: a name, a date, a number, a short phrase, or yes or no. Do not write a sentence."
+)
+TERSE_PROMPT = (
+    "Use the documents below to answer the question. Reply with the answer only, no other "
+    "words.\n\nDocuments:\n{documents}"
+)
+FREE_MAX_TOKENS = 48
+
+
+def free_answer(text: str) -> str:
+    """The answer in a free-text reply: its first non-empty line, without a leading
+    "Answer:" and the closing full stop."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if line.lower().startswith("answer:"):
+        line = line[len("answer:") :].strip()
+    return line.strip().strip('"').rstrip(".").strip()
+
+
+def free_messages(reader: str, question: str, hits: Sequence[Hit]) -> list[BaseMessage]:
+    if reader == "plain-whole":
+        passages = numbered_passages(list(hits), max_chars=WHOLE)
+        return [
+            SystemMessage(content=PLAIN_PROMPT),
+            HumanMessage(content=f"Documents:\n{passages}\n\nQuestion: {question}\nAnswer:"),
+        ]
+    documents = "\n".join(
+        f"Document {n} (Title: {h.title}) {h.text}" for n, h in enumerate(hits, start=1)
+    )
+    return [
+        SystemMessage(content=TERSE_PROMPT.format(documents=documents)),
+        HumanMessage(content=f"Question: {question}"),
+    ]
+
+
+async def read(chat: Any, reader: str, question: str, hits: Sequence[Hit], chars: int) -> str:
+    if reader == "json-windows":
+        scope = RunScope(max_llm_calls=1, deadline_s=600, llm_timeout_s=600)
+        text = numbered_passages(list(hits), max_chars=chars, query=question)
+        out = await read_short_answer(chat, question, text, scope=scope, step="rag_answer")
+        return "" if out.value is None else " ".join(out.value.answer.split())
+    capped = chat.model_copy(update={"max_tokens": FREE_MAX_TOKENS})
+    reply = await asyncio.wait_for(
+        capped.ainvoke(free_messages(reader, question, hits)), timeout=600
+    )
+    return free_answer(str(reply.content))
+
+
+def hits_of(lists: Lists, passages: str) -> list[Hit]:
+    return (lists.draft if passages == "draft" else lists.bm25)[:N]
+
+
+def load(out: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in out.read_text().splitlines() if out.exists() else []:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+async def run(
+    settings: Settings, slices: list[str], limit: int, arms: list[str], out: Path
+) -> None:
+    done = {(r["slice"], r["id"], r["arm"]) for r in load(out)}
+    chars = settings.planner.passage_chars
+    with build_chat_model(settings, cache=False) as handle, out.open("a") as sink:
+        chat = handle.model
+        for key in slices:
+            pairs = await slice_lists(settings, key, limit)
+            for n, (q, lists) in enumerate(pairs, start=1):
+                todo = [a for a in arms if (key, q.id, a) not in done]
+                answers = await asyncio.gather(
+                    *(
+                        read(
+                            chat,
+                            a.split("/")[0],
+                            q.question,
+                            hits_of(lists, a.split("/")[1]),
+                            chars,
+                        )
+                        for a in todo
+                    )
+                )
+                for arm, answer in zip(todo, answers, strict=True):
+                    f1 = answer_scores(answer, q.answers)["f1"]
+                    row = {"slice": key, "id": q.id, "arm": arm, "answer": answer, "f1": f1}
+                    sink.write(json.dumps(row) + "\n")
+                sink.flush()
+                if todo:
+                    print(
+                        f"[{key} {n}/{len(pairs)}] {', '.join(todo)}", file=sys.stderr, flush=True
+                    )
+
+
+def _peer_standard(key: str) -> dict[str, float]:
+    path = PEERS / key / "peer-standard" / "details.jsonl"
+    rows = load(path)
+    return {r["id"]: float(r.get("f1") or 0.0) for r in rows}
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| slice | reading | n | F1 | minus the draft's reading (json-windows/draft) |",
+        "|---|---|---:|---:|---|",
+    ]
+    for key in dict.fromkeys(r["slice"] for r in rows):
+        by_arm: dict[str, dict[str, float]] = {}
+        for r in rows:
+            if r["slice"] == key:
+                by_arm.setdefault(r["arm"], {})[r["id"]] = float(r["f1"])
+        base = by_arm.get(BASELINE, {})
+        peer = _peer_standard(key)
+        if base and peer:
+            by_arm["peer-standard (recorded)"] = {i: peer[i] for i in base if i in peer}
+        for arm, scores in by_arm.items():
+            ids = scores.keys() & base.keys() if arm != BASELINE else scores.keys()
+            mean = 100 * sum(scores[i] for i in ids) / max(1, len(ids))
+            gain = (
+                ""
+                if arm == BASELINE or not ids
+                else format_gain_wl(paired_diff({i: scores[i] for i in ids}, base))
+            )
+            lines.append(f"| {key} | {arm} | {len(ids)} | {mean:.1f} | {gain} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--slices", nargs="+", default=["hotpotqa_b", "2wiki", "musique"])
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument(
+        "--arms",
+        nargs="+",
+        default=[f"{r}/{p}" for r in READERS for p in PASSAGES],
+        choices=[f"{r}/{p}" for r in READERS for p in PASSAGES],
+    )
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--summary", action="store_true")
+    args = p.parse_args(argv)
+    if args.summary:
+        print(summary(load(args.out)))
+        return 0
+    asyncio.run(run(Settings(), args.slices, args.limit, args.arms, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
