@@ -49,12 +49,12 @@ from agent.runtime.chat_models import build_chat_model
 from agent.settings import Settings
 from evals.metrics import answer_scores
 from evals.paired import format_gain_wl, paired_diff
+from evals.peer_scores import PEERS_FOLDER, rows_of
 from searchers.passages import Hit, numbered_passages
 from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
 
-ROOT = Path(__file__).resolve().parents[1]
-PEERS = ROOT / "evals" / "results" / "peers"
+PEERS = Path(__file__).resolve().parents[1] / "evals" / "results" / PEERS_FOLDER
 READERS = ("json-windows", "plain-whole", "terse-whole")
 PASSAGES = ("draft", "bm25")
 BASELINE = "json-windows/draft"
@@ -134,17 +134,9 @@ async def run(
             pairs = await slice_lists(settings, key, limit)
             for n, (q, lists) in enumerate(pairs, start=1):
                 todo = [a for a in arms if (key, q.id, a) not in done]
+                readings = [a.split("/") for a in todo]  # (reader, passages)
                 answers = await asyncio.gather(
-                    *(
-                        read(
-                            chat,
-                            a.split("/")[0],
-                            q.question,
-                            hits_of(lists, a.split("/")[1]),
-                            chars,
-                        )
-                        for a in todo
-                    )
+                    *(read(chat, r, q.question, hits_of(lists, p), chars) for r, p in readings)
                 )
                 for arm, answer in zip(todo, answers, strict=True):
                     f1 = answer_scores(answer, q.answers)["f1"]
@@ -158,9 +150,8 @@ async def run(
 
 
 def _peer_standard(key: str) -> dict[str, float]:
-    path = PEERS / key / "peer-standard" / "details.jsonl"
-    rows = load(path)
-    return {r["id"]: float(r.get("f1") or 0.0) for r in rows}
+    rows = rows_of(PEERS / key / "peer-standard")
+    return {i: float(r.get("f1") or 0.0) for i, r in rows.items()}
 
 
 def summary(rows: list[dict[str, Any]]) -> str:
