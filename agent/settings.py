@@ -231,6 +231,13 @@ class PlannerSettings(BaseModel):
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
     )
+    answer_reader: Literal["json", "free"] = Field(
+        "json",
+        description="how the draft (and an open plan read as one-call RAG) is read: json = a "
+        "JSON reply over passages trimmed to passage_chars around the question; free = a "
+        "free-text reply over whole passages in the system message "
+        "(benchmarks/results/reader-prompt.md)",
+    )
     search: PlannerSearch = Field(default_factory=PlannerSearch)
     # LevelRAG's ablations (its table 2): each step can be switched off.
     decompose: bool = Field(True, description="False: the question is the only atomic query")

@@ -13,8 +13,9 @@ replays readings hoptree could own, in its own words, one arm at a time
   JSON reply) over passages trimmed to ``passage_chars`` around the question; ``plain-whole``,
   a free-text reply, the whole passages and the question in one user message
   (``PLAIN_PROMPT``); ``terse-whole``, a free-text reply with the whole passages in the system
-  message and the question alone as the user's (``TERSE_PROMPT``: the layout of FlashRAG's
-  template, not its words);
+  message and the question alone as the user's (the layout of FlashRAG's template, not its
+  words; the product's ``searchers.reader.read_free_answer`` since it became
+  ``answer_reader="free"``, the prompt the rows were recorded with);
 - passages: ``draft``, the draft's five fused passages (the planner's searchers' first
   retrieval of the question, recomputed with the real searchers, ``draft_inputs.slice_lists``);
   ``bm25``, BM25's five (the peer's).
@@ -51,7 +52,7 @@ from evals.metrics import answer_scores
 from evals.paired import format_gain_wl, paired_diff
 from evals.peer_scores import PEERS_FOLDER, rows_of
 from searchers.passages import Hit, numbered_passages
-from searchers.reader import read_short_answer
+from searchers.reader import FREE_MAX_TOKENS, free_answer, read_free_answer, read_short_answer
 from searchers.searcher import RunScope
 
 PEERS = Path(__file__).resolve().parents[1] / "evals" / "results" / PEERS_FOLDER
@@ -64,48 +65,28 @@ PLAIN_PROMPT = (
     "Below are documents a search engine found. Answer the question from them with the answer "
     "alone: a name, a date, a number, a short phrase, or yes or no. Do not write a sentence."
 )
-TERSE_PROMPT = (
-    "Use the documents below to answer the question. Reply with the answer only, no other "
-    "words.\n\nDocuments:\n{documents}"
-)
-FREE_MAX_TOKENS = 48
 
 
-def free_answer(text: str) -> str:
-    """The answer in a free-text reply: its first non-empty line, without a leading
-    "Answer:" and the closing full stop."""
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if line.lower().startswith("answer:"):
-        line = line[len("answer:") :].strip()
-    return line.strip().strip('"').rstrip(".").strip()
-
-
-def free_messages(reader: str, question: str, hits: Sequence[Hit]) -> list[BaseMessage]:
-    if reader == "plain-whole":
-        passages = numbered_passages(list(hits), max_chars=WHOLE)
-        return [
-            SystemMessage(content=PLAIN_PROMPT),
-            HumanMessage(content=f"Documents:\n{passages}\n\nQuestion: {question}\nAnswer:"),
-        ]
-    documents = "\n".join(
-        f"Document {n} (Title: {h.title}) {h.text}" for n, h in enumerate(hits, start=1)
-    )
+def plain_messages(question: str, hits: Sequence[Hit]) -> list[BaseMessage]:
+    passages = numbered_passages(list(hits), max_chars=WHOLE)
     return [
-        SystemMessage(content=TERSE_PROMPT.format(documents=documents)),
-        HumanMessage(content=f"Question: {question}"),
+        SystemMessage(content=PLAIN_PROMPT),
+        HumanMessage(content=f"Documents:\n{passages}\n\nQuestion: {question}\nAnswer:"),
     ]
 
 
 async def read(chat: Any, reader: str, question: str, hits: Sequence[Hit], chars: int) -> str:
+    scope = RunScope(max_llm_calls=1, deadline_s=600, llm_timeout_s=600)
     if reader == "json-windows":
-        scope = RunScope(max_llm_calls=1, deadline_s=600, llm_timeout_s=600)
         text = numbered_passages(list(hits), max_chars=chars, query=question)
         out = await read_short_answer(chat, question, text, scope=scope, step="rag_answer")
         return "" if out.value is None else " ".join(out.value.answer.split())
+    if reader == "terse-whole":  # the product's free reader (``answer_reader="free"``)
+        documents = [(h.title, h.text) for h in hits]
+        got = await read_free_answer(chat, question, documents, scope=scope, step="rag_answer")
+        return "" if got.value is None else got.value.answer
     capped = chat.model_copy(update={"max_tokens": FREE_MAX_TOKENS})
-    reply = await asyncio.wait_for(
-        capped.ainvoke(free_messages(reader, question, hits)), timeout=600
-    )
+    reply = await asyncio.wait_for(capped.ainvoke(plain_messages(question, hits)), timeout=600)
     return free_answer(str(reply.content))
 
 

@@ -51,6 +51,7 @@ _WORD = re.compile(r"[\w'’-]+")
 _QUOTED = re.compile(r'"([^"]+)"')
 ROUNDS_OF_FINDINGS = 3  # the verifier is satisfied once this many queries were searched
 _NUMBERED = re.compile(r"^\[(\d+)\]\s*([^:\n]*):\s*(.*)$", re.MULTILINE)
+_DOCUMENT = re.compile(r"^Document \d+ \(Title: ([^)\n]*)\)", re.MULTILINE)  # free_answer
 
 
 def _field(text: str, name: str) -> str:
@@ -135,8 +136,9 @@ def _sentence(text: str, limit: int = 200) -> str:
     return first[:limit].rsplit(" ", 1)[0] if len(first) > limit else first
 
 
-def reply_for(kind: str, user: str) -> dict[str, Any] | str:
-    """The reply content for one prompt kind (a dict is sent as JSON)."""
+def reply_for(kind: str, user: str, system: str = "") -> dict[str, Any] | str:
+    """The reply content for one prompt kind (a dict is sent as JSON); ``system`` is read by
+    the prompts that show their passages there (``free_answer``)."""
     passages = _passages(user)
     top_title = passages[0][1] if passages else ""
     top_text = passages[0][2] if passages else ""
@@ -158,6 +160,9 @@ def reply_for(kind: str, user: str) -> dict[str, Any] | str:
         return {"answer": "unknown"}
     if kind == "rag_answer":
         return {"answer": top_title or "unknown"}
+    if kind == "free_answer":  # a free-text reply: the first document's title
+        titles = _DOCUMENT.findall(system)
+        return titles[0].strip() if titles else "unknown"
     if kind == "sparse_rewrite":
         return {"query": _keywords(_field(user, "Query")) or "unknown"}
     if kind == "hyde":
@@ -224,7 +229,12 @@ class StubChat:
             self.in_flight -= 1
         user = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
         try:
-            reply = reply_for(kind, user)
+            system = "\n".join(
+                _text(m.get("content"))
+                for m in messages
+                if m.get("role") in ("system", "developer")
+            )
+            reply = reply_for(kind, user, system)
         except KeyError:
             error = {"message": f"stub: unrecognised prompt (system message: {messages[:1]!r})"}
             return JSONResponse({"error": {**error, "type": "invalid_request_error"}}, 400)

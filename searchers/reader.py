@@ -10,18 +10,24 @@ HotpotQA questions."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 import prompts
 from searchers.searcher import RunScope
-from searchers.structured_calls import Reply, ask
+from searchers.structured_calls import Reply, ask, ask_text
 from searchers.text import key_terms, split_sentences
 from searchers.verification import contains_span, terms_present
 
 
 class ReaderReply(BaseModel):
     answer: str = Field(description="a few words: a name, a date, a number, or yes/no")
+
+
+FREE_MAX_TOKENS = 48  # an answer "only, no other words"; a longer reply is cut and read as is
 
 
 async def read_short_answer(
@@ -74,3 +80,59 @@ def holding_sentence(short: str, shown: list[tuple[int, str]], question: str) ->
         return None
     number, sentence = found
     return f"{sentence.rstrip(' .')} [{number}]."
+
+
+def free_answer(text: str) -> str:
+    """The answer in a free-text reply: its first non-empty line, without a leading "Answer:",
+    quotes or the closing full stop. A reply that is the JSON the other reader writes
+    (``{"answer": ...}``) is read as that reader's."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("answer"), str):
+            return " ".join(value["answer"].split())
+    line = next((ln.strip() for ln in stripped.splitlines() if ln.strip()), "")
+    if line.lower().startswith("answer:"):
+        line = line[len("answer:") :].strip()
+    return " ".join(line.strip().strip('"').rstrip(".").strip().split())
+
+
+def documents_block(documents: Sequence[tuple[str, str]]) -> str:
+    """``Document n (Title: t) text`` lines, numbered from 1 as the answer cites them."""
+    return "\n".join(
+        f"Document {n} (Title: {title}) {text}" for n, (title, text) in enumerate(documents, 1)
+    )
+
+
+async def read_free_answer(
+    chat: BaseChatModel,
+    question: str,
+    documents: Sequence[tuple[str, str]],
+    *,
+    scope: RunScope,
+    step: str,
+    logprobs: bool = False,
+) -> Reply[ReaderReply]:
+    """The reader's one call with the whole passages (``documents``: title, text) in the
+    system message, the question alone as the user's, and a free-text reply
+    (``prompts/free_answer.txt``): the layout of FlashRAG's one call, which on the tuning
+    slices read 7-11 F1 above ``read_short_answer`` over the same five passages
+    (``benchmarks/results/reader-prompt.md``). The reply is read by ``free_answer``; an empty
+    one is an error, as an unparseable JSON reply is."""
+    reply = await ask_text(
+        chat,
+        prompts.render("free_answer", documents=documents_block(documents), question=question),
+        scope=scope,
+        step=step,
+        max_tokens=FREE_MAX_TOKENS,
+        logprobs=logprobs,
+    )
+    if reply.value is None:
+        return Reply(None, reply.error, timed_out=reply.timed_out)
+    answer = free_answer(reply.value.text)
+    if not answer:
+        return Reply(None, f"{step}: empty reply")
+    return Reply(ReaderReply(answer=answer), cut=reply.cut, token_logprobs=reply.token_logprobs)

@@ -149,6 +149,50 @@ async def ask(
     return Reply(None, f"{step}: unparseable reply ({str(problem)[:200] or 'empty'})")
 
 
+class Text(BaseModel):
+    """A free-text reply (``ask_text``): no schema binds it."""
+
+    text: str
+
+
+async def ask_text(
+    chat: BaseChatModel,
+    messages: list[BaseMessage],
+    *,
+    scope: RunScope,
+    step: str,
+    max_tokens: int | None = None,
+    logprobs: bool = False,
+) -> Reply[Text]:
+    """``ask`` for a reply in free text: the same guard (charged to ``scope`` first, its
+    timeout, failure as a value), no response format. The 1.5B reads whole passages better
+    when it may answer in plain words than when a JSON schema binds its reply
+    (``benchmarks/results/reader-prompt.md``). A reply cut at ``max_tokens`` is kept as far as
+    it got (``Reply.cut``)."""
+    timeout = scope.charge()
+    model = capped(chat, max_tokens)
+    runnable: Runnable = model
+    if logprobs and isinstance(model, BaseChatOpenAI):
+        runnable = model.bind(logprobs=True)
+    try:
+        out = await asyncio.wait_for(
+            runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
+        )
+    except TimeoutError:
+        return Reply(None, f"{step}: no reply within {timeout:.0f}s", timed_out=True)
+    except Exception as exc:  # transport and provider errors of every client library
+        return Reply(
+            None,
+            f"{step}: {type(exc).__name__}: {str(exc)[:200]}",
+            timed_out="Timeout" in type(exc).__name__,
+        )
+    content = getattr(out, "content", "")
+    text = content if isinstance(content, str) else ""
+    meta = getattr(out, "response_metadata", None) or {}
+    tokens = reply_logprobs(out) if logprobs else ()
+    return Reply(Text(text=text), cut=meta.get("finish_reason") == "length", token_logprobs=tokens)
+
+
 def reply_logprobs(message: object) -> tuple[tuple[str, float], ...]:
     """(token, log-probability) pairs of an OpenAI-compatible reply's message, as
     langchain-openai keeps them (``response_metadata["logprobs"]["content"]``); empty when

@@ -6,7 +6,8 @@ from the request's JSON to the reply text. It serves ``/v1/chat/completions`` an
 ``/v1/completions`` (with token counts, as a real server reports them), records every request
 with its path and ``Authorization`` header, and answers ``GET /v1/models``. A chat reply may
 also be a dict, the assistant message itself (``{"content": None, "tool_calls": [...]}``), for a
-model that calls a tool; ``tool_call`` writes one.
+model that calls a tool; ``tool_call`` writes one. Its ``logprobs`` and ``finish_reason`` keys
+go on the choice, as a server sends them.
 
 ``outside_connections`` refuses and records every connection off the loopback interface while a
 test runs a peer: the peers' libraries must not download anything. ``run_peer`` runs a peer
@@ -78,8 +79,11 @@ def _answer(path: str, body: dict[str, Any], text: str | dict[str, Any]) -> dict
         kind = "text_completion"
     else:
         message = {"role": "assistant", **(text if isinstance(text, dict) else {"content": text})}
-        finish = "tool_calls" if message.get("tool_calls") else "stop"
-        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        logprobs = message.pop("logprobs", None)  # a scripted reply's, sent on the choice
+        finish = message.pop("finish_reason", None) or (
+            "tool_calls" if message.get("tool_calls") else "stop"
+        )
+        choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
         kind = "chat.completion"
     return {
         "id": "peer-stub",

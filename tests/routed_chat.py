@@ -30,6 +30,7 @@ ROUTES = {
     "sparse_rewrite": "rewrite",
     "hyde": "hyde",
     "rag_answer": "rag_answer",
+    "free_answer": "rag_answer",  # the same reader, replying in free text (``answer_reader``)
     "closed_book": "closed_book",
     "tree_summary": "tree_summary",
 }

@@ -9,19 +9,12 @@ from tests.benchmark_module import load_benchmark
 rp = load_benchmark("reader_prompt")
 
 
-def test_a_free_text_reply_gives_its_first_line_without_the_label_or_full_stop() -> None:
-    assert rp.free_answer("\n  Answer: Tulsa.\nBecause passage 2 says so.") == "Tulsa"
-    assert rp.free_answer('"The Seine"') == "The Seine"
-    assert rp.free_answer("") == ""
-
-
-def test_the_terse_reading_puts_the_documents_in_the_system_message() -> None:
+def test_the_plain_reading_puts_documents_and_question_in_one_message() -> None:
+    """(The terse reading is the product's free reader: ``tests/searchers/test_reader.py``.)"""
     hits = [Hit(Passage("a", "Tulsa", "Tulsa is a city."), 1.0)]
-    system, user = rp.free_messages("terse-whole", "Which city?", hits)
-    assert "Document 1 (Title: Tulsa) Tulsa is a city." in system.content
-    assert user.content == "Question: Which city?"
-    system, user = rp.free_messages("plain-whole", "Which city?", hits)
+    system, user = rp.plain_messages("Which city?", hits)
     assert "Tulsa is a city." in user.content and "Which city?" in user.content
+    assert "Tulsa" not in system.content
 
 
 def test_the_summary_pairs_every_arm_with_the_drafts_reading() -> None:

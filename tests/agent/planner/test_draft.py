@@ -21,6 +21,7 @@ from tests.planner_scripts import (
     passages_index,
     reader_by_question,
     reply,
+    tiny_index,
     two_hop_chat,
 )
 from tests.routed_chat import RoutedChatModel
@@ -226,3 +227,39 @@ def test_a_draft_reads_back_from_the_state_and_from_what_a_surface_sent() -> Non
     assert seen.short_answer == "Seine" and seen.stands and seen.citations == draft.citations
     assert seen.sources == [] and not seen.supported  # what a person is not sent
     assert Draft.from_state({}) is None and Draft.from_state({"draft": draft.to_record()}) == draft
+
+
+# the answer sits past the first 350 characters, in a sentence with none of the question's words
+OUTFLOW = [
+    (
+        "varo",
+        "Lake Varo",
+        "Lake Varo is a lake in the north of the valley. "
+        + "Reeds line its shore and birds nest there in spring. " * 8
+        + "Its outflow is the Ostra.",
+    ),
+    ("reeds", "Reeds", "Reeds grow along the shores of many lakes."),
+]
+
+
+async def test_the_free_reader_reads_whole_passages_and_a_free_text_reply(tmp_path_factory) -> None:
+    """``answer_reader="free"``: the draft's call shows whole passages in the system message and
+    the question alone, its plain-text reply is the draft, and the passages the citation check
+    reads are the whole ones. With the JSON reader the sentence is trimmed away (and a plain
+    reply does not parse), so the draft cannot say "Ostra"."""
+    index = tiny_index(tmp_path_factory, "outflow", OUTFLOW)
+    question = "Which river drains Lake Varo?"
+
+    def reads_what_it_is_shown(messages) -> str:
+        shown = " ".join(str(m.content) for m in messages)
+        return "Ostra" if "outflow is the Ostra" in shown else reply(answer="not given")
+
+    chat = RoutedChatModel(routes={"rag_answer": reads_what_it_is_shown})
+    planner = PlannerSettings(answer_reader="free")
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(question)
+    assert chat.seen == [("rag_answer", f"Question: {question}")]
+    assert result.short_answer == "Ostra" and result.stopped == "draft"
+    assert result.draft is not None and result.draft.supported
+    assert "Its outflow is the Ostra [1]." in result.answer
+    assert [c.title for c in result.citations] == ["Lake Varo"]
+    assert result.sources[0]["shown"] == OUTFLOW[0][2]
