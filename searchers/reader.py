@@ -85,15 +85,16 @@ def holding_sentence(short: str, shown: list[tuple[int, str]], question: str) ->
 def free_answer(text: str) -> str:
     """The answer in a free-text reply: its first non-empty line, without a leading "Answer:",
     quotes or the closing full stop. A reply that is the JSON the other reader writes
-    (``{"answer": ...}``) is read as that reader's."""
+    (``{"answer": ...}``) is read as that reader's; any other JSON object gives no answer."""
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
             value = json.loads(stripped)
         except json.JSONDecodeError:
             value = None
-        if isinstance(value, dict) and isinstance(value.get("answer"), str):
-            return " ".join(value["answer"].split())
+        if isinstance(value, dict):  # an object without an answer is no answer
+            answer = value.get("answer")
+            return " ".join(answer.split()) if isinstance(answer, str) else ""
     line = next((ln.strip() for ln in stripped.splitlines() if ln.strip()), "")
     if line.lower().startswith("answer:"):
         line = line[len("answer:") :].strip()
@@ -120,8 +121,8 @@ async def read_free_answer(
     system message, the question alone as the user's, and a free-text reply
     (``prompts/free_answer.txt``): the layout of FlashRAG's one call, which on the tuning
     slices read 7-11 F1 above ``read_short_answer`` over the same five passages
-    (``benchmarks/results/reader-prompt.md``). The reply is read by ``free_answer``; an empty
-    one is an error, as an unparseable JSON reply is."""
+    (``benchmarks/results/reader-prompt.md``). The reply is read by ``free_answer``; one with no
+    answer in it is an error, as an unparseable JSON reply is."""
     reply = await ask_text(
         chat,
         prompts.render("free_answer", documents=documents_block(documents), question=question),
@@ -134,5 +135,5 @@ async def read_free_answer(
         return Reply(None, reply.error, timed_out=reply.timed_out)
     answer = free_answer(reply.value.text)
     if not answer:
-        return Reply(None, f"{step}: empty reply")
+        return Reply(None, f"{step}: no answer in the reply ({reply.value.text.strip()[:80]!r})")
     return Reply(ReaderReply(answer=answer), cut=reply.cut, token_logprobs=reply.token_logprobs)

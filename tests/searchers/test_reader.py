@@ -39,6 +39,7 @@ def scope() -> RunScope:
         ("Answer: the Ostra.", "the Ostra"),
         ('"Ostra"\nIt drains the lake.', "Ostra"),
         ('{"answer": "Ostra "}', "Ostra"),  # the JSON reader's reply, read as that reader's
+        ('{"wrong_field": "no"}', ""),  # JSON without the answer: no answer
         ("{not json", "{not json"),
         ("\n\n", ""),
     ],
@@ -80,7 +81,7 @@ async def test_a_reply_cut_at_the_cap_is_kept_and_an_empty_one_is_an_error() -> 
         cut = await read_free_answer(chat, "q?", DOCUMENTS, scope=scope(), step="draft")
         empty = await read_free_answer(chat, "q?", DOCUMENTS, scope=scope(), step="draft")
     assert cut.cut and cut.value is not None and cut.value.answer == "Ostra, which"
-    assert empty.value is None and empty.error == "draft: empty reply"
+    assert empty.value is None and empty.error == "draft: no answer in the reply ('')"
     assert "logprobs" not in endpoint.bodies()[0]  # asked for only when the caller wants them
 
 
