@@ -232,7 +232,7 @@ class PlannerSettings(BaseModel):
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"
     )
     answer_reader: Literal["json", "free"] = Field(
-        "json",
+        "free",
         description="how the draft (and an open plan read as one-call RAG) is read: json = a "
         "JSON reply over passages trimmed to passage_chars around the question; free = a "
         "free-text reply over whole passages in the system message "

@@ -63,7 +63,12 @@ class SliceRuns:
 
 # the tuning slices' default: questions 1-20 as recorded for the replay proof by 0b9d867, whose
 # answers today's code repeats call for call (evals/results/v9/replay)
-TODAY = "1-20, today's answers (the replay proof's recording)"
+TODAY = "1-20, the answers of 0b9d867 (the replay proof's recording; the JSON draft reader)"
+# the former report slices' default: its first 50 questions with the free draft reader
+FORMER = (
+    "the former report slice (read while the planner was designed), first 50: the default "
+    "with the free draft reader (v11; the JSON reader's arm is v11/<slice>/draft-first-json)"
+)
 SLICES: dict[str, SliceRuns] = {
     "tune/hotpotqa": SliceRuns(
         "tuning",
@@ -87,24 +92,24 @@ SLICES: dict[str, SliceRuns] = {
     ),
     "hotpotqa_b": SliceRuns(
         "tuning",
-        "v7/hotpotqa_b/draft-first",
+        "v11/hotpotqa_b/draft-first-free",
         {"bm25": "v4/hotpotqa_b/bm25", "hybrid": "v4/hotpotqa_b/hybrid"},
         "v4/hotpotqa_b/oracle",
-        "the former report slice, read while the planner was designed",
+        FORMER,
     ),
     "2wiki": SliceRuns(
         "tuning",
-        "v7/2wiki/draft-first",
+        "v11/2wiki/draft-first-free",
         {"bm25": "v4/2wiki/bm25", "hybrid": "v4/2wiki/hybrid"},
         "v4/2wiki/oracle",
-        "the former report slice, read while the planner was designed",
+        FORMER,
     ),
     "musique": SliceRuns(
         "tuning",
-        "v7/musique/draft-first",
+        "v11/musique/draft-first-free",
         {"bm25": "v4/musique/bm25", "hybrid": "v4/musique/hybrid"},
         "v4/musique/oracle",
-        "the former report slice, read while the planner was designed",
+        FORMER,
     ),
     "docs/apache-httpd": SliceRuns(
         "documentation",
