@@ -6,7 +6,12 @@ The one-call baselines read with it, and so does the planner when a plan does no
 own answer prompt (a short and a cited long answer) wrote longer short answers over the same
 passages than this reader ("Tulsa, Oklahoma" for "Tulsa", a clause copied from a passage for
 "Chinese"), and its open plans scored 62-65 F1 where the one-call run scored 69-71 on the same
-HotpotQA questions."""
+HotpotQA questions.
+
+Its free-text form (``read_free_answer``: whole passages in the system message, the question
+alone, a plain reply) is what the draft reads with by default since it read 1-7 F1 above the
+JSON reply end to end (``PlannerSettings.answer_reader``, ``evals/results/v11``); the one-call
+baselines and a hop's finding keep the JSON reply, so their recorded rows stay comparable."""
 
 from __future__ import annotations
 
