@@ -113,8 +113,10 @@ SLICES: dict[str, SliceRuns] = {
     ),
     "docs/apache-httpd": SliceRuns(
         "documentation",
-        "docs/apache-httpd/draft-first",
+        "v11/docs-apache-httpd/draft-first-free",
         {"bm25": "docs/apache-httpd/bm25", "hybrid": "docs/apache-httpd/hybrid"},
+        note="1-20: the default with the free draft reader (v11; the JSON reader's arm is "
+        "v11/docs-apache-httpd/draft-first-json)",
     ),
     "fresh/hotpotqa": SliceRuns(
         "fresh report",
