@@ -8,7 +8,7 @@ import asyncio
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -95,6 +95,30 @@ def structured(chat: BaseChatModel, schema: type[T], max_tokens: int | None) -> 
     )
 
 
+async def _invoke(
+    runnable: Runnable, messages: list[BaseMessage], step: str, timeout: float
+) -> object:
+    """One call tagged with its usage step (``STEP_KEY``), within ``timeout``."""
+    return await asyncio.wait_for(
+        runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
+    )
+
+
+def _no_reply(step: str, timeout: float) -> Reply[Any]:
+    return Reply(None, f"{step}: no reply within {timeout:.0f}s", timed_out=True)
+
+
+def _failed(step: str, exc: Exception, *, cut: bool = False) -> Reply[Any]:
+    """A call the client raised on, as a value; a timeout of the client's own (openai, httpx)
+    is one."""
+    return Reply(
+        None,
+        f"{step}: {type(exc).__name__}: {str(exc)[:200]}",
+        cut=cut,
+        timed_out="Timeout" in type(exc).__name__,
+    )
+
+
 async def ask(
     chat: BaseChatModel,
     schema: type[T],
@@ -123,22 +147,15 @@ async def ask(
     if logprobs and lean is not None:
         runnable = lean.bind(logprobs=True)
     try:
-        out = await asyncio.wait_for(
-            runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
-        )
+        out = await _invoke(runnable, messages, step, timeout)
     except TimeoutError:
-        return Reply(None, f"{step}: no reply within {timeout:.0f}s", timed_out=True)
+        return _no_reply(step, timeout)
     except Exception as exc:  # transport and provider errors of every client library
         text = truncated_text(exc)
         value = salvage(text, schema) if text else None
         if value is not None:
             return Reply(value, cut=True)
-        return Reply(
-            None,
-            f"{step}: {type(exc).__name__}: {str(exc)[:200]}",
-            cut=text is not None,
-            timed_out="Timeout" in type(exc).__name__,  # the client's own (openai, httpx)
-        )
+        return _failed(step, exc, cut=text is not None)
     tokens = reply_logprobs(out) if logprobs else ()
     if lean is not None:
         out = _parsed_message(out, schema)
@@ -175,17 +192,11 @@ async def ask_text(
     if logprobs and isinstance(model, BaseChatOpenAI):
         runnable = model.bind(logprobs=True)
     try:
-        out = await asyncio.wait_for(
-            runnable.ainvoke(messages, config={"metadata": {STEP_KEY: step}}), timeout=timeout
-        )
+        out = await _invoke(runnable, messages, step, timeout)
     except TimeoutError:
-        return Reply(None, f"{step}: no reply within {timeout:.0f}s", timed_out=True)
+        return _no_reply(step, timeout)
     except Exception as exc:  # transport and provider errors of every client library
-        return Reply(
-            None,
-            f"{step}: {type(exc).__name__}: {str(exc)[:200]}",
-            timed_out="Timeout" in type(exc).__name__,
-        )
+        return _failed(step, exc)
     content = getattr(out, "content", "")
     text = content if isinstance(content, str) else ""
     meta = getattr(out, "response_metadata", None) or {}
