@@ -69,8 +69,8 @@ from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings
 from agent.settings import LLMSettings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
-from searchers.passages import Hit, Passage, numbered_passages
-from searchers.reader import read_short_answer
+from searchers.passages import Hit, Passage, focus_text, numbered_passages
+from searchers.reader import read_free_answer, read_short_answer
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
@@ -393,6 +393,21 @@ async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Re
     return await _read_as_question(chat, item, shown_text(item), scope)
 
 
+# what the free reader is shown of a passage: the draft's (agent/planner/answer.py)
+WHOLE_CHARS = 2000
+
+
+async def read_free(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
+    """The draft's free reader (``searchers.reader.read_free_answer``) asked the hop, over the
+    same passages whole (up to the draft's 2,000 characters, trimmed around the hop), in the
+    system message, and a free-text reply: whether the layout that read the draft 2-7 F1 better
+    reads a hop better too."""
+    documents = [(h.passage.title, focus_text(h.passage.text, WHOLE_CHARS, item.text))
+                 for h in item.hits()]  # fmt: skip
+    reply = await read_free_answer(chat, item.text, documents, scope=scope, step="read")
+    return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
+
+
 _ASKING = re.compile(
     r"^(who|whom|whose|what|when|where|which|why|how|is|are|was|were|did|does|do|can|name)\b",
     re.IGNORECASE,
@@ -498,6 +513,7 @@ ARMS: dict[str, Arm] = {
     "reader": read_reader,
     "reader_asked": read_reader_asked,
     "reader_recheck": read_reader_recheck,
+    "reader_free": read_free,
     "reader_each": each_passage(lambda text: text),
     "reader_each_asked": each_passage(as_question),
 }

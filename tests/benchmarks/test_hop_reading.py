@@ -286,6 +286,28 @@ def test_each_passage_is_read_alone(bench: ModuleType, tmp_path: Path) -> None:
     assert rows[0]["calls"] == 3 and len(rows[0]["detail"]["reads"]) == 3
 
 
+def test_the_free_reader_reads_the_hop_over_whole_passages(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    item = bench.hop_items(question(), "mixed")[1]
+    seen: list[list] = []
+
+    def read(messages: list) -> str:
+        seen.append(messages)
+        return "Answer: Caroline Boyer."
+
+    chat = RoutedChatModel(routes={"rag_answer": read})
+    rows = asyncio.run(
+        bench.run(chat, [item], ["reader_free"], split="t", shown="mixed", out=tmp_path)
+    )
+    system, user = (str(m.content) for m in seen[0])
+    # the shown passages whole, titled, in the system message; the hop alone as the user's
+    assert all(f"(Title: {title})" in system for _p, title, _x in item.shown)
+    assert "Luke Bryan is married to Caroline Boyer. Bryan was born in Leesburg." in system
+    assert item.text in user and "Caroline" not in user
+    assert rows[0]["answer"] == "Caroline Boyer" and rows[0]["em"] == 1.0
+
+
 def test_rows_of_another_model_carry_its_name(bench: ModuleType, tmp_path: Path) -> None:
     items = bench.hop_items(question(), "alone")[:1]
     chat = RoutedChatModel(routes={"rag_answer": json.dumps({"answer": "Luke Bryan"})})
