@@ -69,6 +69,11 @@ FORMER = (
     "the former report slice (read while the planner was designed), first 50: the default "
     "with the free draft reader (v11; the JSON reader's arm is v11/<slice>/draft-first-json)"
 )
+# the fresh report slices (read by nobody while hoptree was designed): today's default
+FRESH = (
+    "today's default (the free draft reader; the JSON reader's rows are "
+    "peers/fresh/<slice>/draft-first-json), on every question its one calls answered"
+)
 SLICES: dict[str, SliceRuns] = {
     "tune/hotpotqa": SliceRuns(
         "tuning",
@@ -123,18 +128,21 @@ SLICES: dict[str, SliceRuns] = {
         "peers/fresh/hotpotqa/draft-first",
         {"bm25": "peers/fresh/hotpotqa/bm25", "hybrid": "peers/fresh/hotpotqa/hybrid"},
         "peers/fresh/hotpotqa/oracle",
+        FRESH,
     ),
     "fresh/2wiki": SliceRuns(
         "fresh report",
         "peers/fresh/2wiki/draft-first",
         {"bm25": "peers/fresh/2wiki/bm25", "hybrid": "peers/fresh/2wiki/hybrid"},
         "peers/fresh/2wiki/oracle",
+        FRESH,
     ),
     "fresh/musique": SliceRuns(
         "fresh report",
         "peers/fresh/musique/draft-first",
         {"bm25": "peers/fresh/musique/bm25", "hybrid": "peers/fresh/musique/hybrid"},
         "peers/fresh/musique/oracle",
+        FRESH,
     ),
 }
 
