@@ -70,7 +70,7 @@ from agent.settings import LLMSettings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
 from searchers.passages import Hit, Passage, focus_text, numbered_passages
-from searchers.reader import read_free_answer, read_short_answer
+from searchers.reader import WHOLE_CHARS, read_free_answer, read_short_answer
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
@@ -391,10 +391,6 @@ async def _read_as_question(
 async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
     """One-call RAG's reader over the same windowed passages."""
     return await _read_as_question(chat, item, shown_text(item), scope)
-
-
-# what the free reader is shown of a passage: the draft's (agent/planner/answer.py)
-WHOLE_CHARS = 2000
 
 
 async def read_free(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:

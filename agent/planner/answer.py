@@ -27,6 +27,7 @@ from agent.results import Citation, Draft, ShownSource, answered_stop, shown_sou
 from agent.settings import PlannerSettings
 from searchers.passages import HitRecord, focus_text
 from searchers.reader import (
+    WHOLE_CHARS,
     ReaderReply,
     best_sentence,
     holding_sentence,
@@ -38,10 +39,6 @@ from searchers.structured_calls import Reply, ask
 from searchers.verification import contains_span
 
 ANSWER_MAX_TOKENS = 256
-# what the free reader (``PlannerSettings.answer_reader="free"``) is shown of each passage:
-# whole, up to this many characters around the question (a paragraph of the datasets is
-# 440 characters at the median; 2% of 2Wiki's and none of MuSiQue's exceed it)
-WHOLE_CHARS = 2000
 
 
 class FinalAnswer(BaseModel):

@@ -1,5 +1,6 @@
 """The ``findings`` node: one call per round copies each query's answer span out of its
-passages (or one reader call per query, ``PlannerSettings.findings_call="reader"``). A span
+passages (or one reader call per query, ``PlannerSettings.findings_call="reader"`` or
+``"free"``). A span
 counts only when a passage about the query's subject holds it
 (``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked
 again. The records are the plan's to write (``Plan.new_finding``, ``Plan.findings_update``)."""
@@ -20,8 +21,8 @@ from agent.planner.plan import Plan
 from agent.planner.queries import MAX_QUERIES_PER_CALL
 from agent.planner.state import FindingRecord, PlannerRun, PlannerState, SubQuery
 from agent.planner.trace import emit
-from searchers.passages import Hit, numbered_passages
-from searchers.reader import ReaderReply, read_short_answer
+from searchers.passages import Hit, focus_text, numbered_passages
+from searchers.reader import WHOLE_CHARS, ReaderReply, read_free_answer, read_short_answer
 from searchers.searcher import BudgetExceeded, RunScope
 from searchers.structured_calls import Reply, ask
 
@@ -85,9 +86,17 @@ async def read_query(
     chars: int,
     *,
     scope: RunScope,
+    free: bool = False,
 ) -> Reply[ReaderReply]:
     """One query read by one-call RAG's reader over its passages, windowed as the findings
-    call windows them (``findings_call="reader"``; ``benchmarks/results/findings-prompt.md``)."""
+    call windows them (``findings_call="reader"``; ``benchmarks/results/findings-prompt.md``);
+    or, ``free``, by the draft's free reader over the passages whole (``findings_call="free"``):
+    on MuSiQue's tuning hops it read 46.7% right against 38.9% and restated the hop's subject
+    4 times in 90 against 17 (``benchmarks/results/hop-reading.md``)."""
+    if free:
+        documents = [(h.passage.title, focus_text(h.passage.text, WHOLE_CHARS, query))
+                     for h in hits]  # fmt: skip
+        return await read_free_answer(chat, query, documents, scope=scope, step=FINDINGS_STEP)
     text = numbered_passages(hits, max_chars=chars, query=query, titled=True)
     return await read_short_answer(chat, query, text, scope=scope, step=FINDINGS_STEP)
 
@@ -97,11 +106,12 @@ async def _read_each(
 ) -> tuple[dict[int, QueryFinding], dict[int, Hit], bool]:
     """``findings_call="reader"``: each query asked as one-call RAG asks a question, one call
     per query (run at once; the server's slots take them in turn), over its passages windowed
-    as the findings call windows them. The replies come back in the batched call's shape: the
-    query's number, its span, and every passage it was shown (the support check then finds the
-    one that holds the span). A query the budget refuses keeps no answer; ``called`` is true
-    when any call was made."""
+    as the findings call windows them (``"free"``: the free reader, over them whole). The
+    replies come back in the batched call's shape: the query's number, its span, and every
+    passage it was shown (the support check then finds the one that holds the span). A query
+    the budget refuses keeps no answer; ``called`` is true when any call was made."""
     chars = run.planner.passage_chars
+    free = run.planner.findings_call == "free"
     by_number: dict[int, Hit] = {}
     numbers: dict[int, list[int]] = {}
     for i, sub in enumerate(asked, start=1):
@@ -113,7 +123,7 @@ async def _read_each(
     async def read(sub: SubQuery) -> Reply[ReaderReply] | BudgetExceeded:
         try:
             return await read_query(run.chat, sub["query"], shown[sub["id"]], chars,
-                                    scope=run.rounds)  # fmt: skip
+                                    scope=run.rounds, free=free)  # fmt: skip
         except BudgetExceeded as exc:
             return exc
 
@@ -182,13 +192,14 @@ async def _call_findings(
 async def _model_findings(
     run: PlannerRun, subs: list[SubQuery], shown: dict[str, list[Hit]], errors: list[str]
 ) -> dict[str, FindingRecord]:
-    """The findings step as configured: one call for the round (``findings_call="batch"``) or
-    one reader call per query (``"reader"``), over the queries that have passages."""
+    """The findings step as configured: one call for the round (``findings_call="batched"``)
+    or one reader call per query (``"reader"``, ``"free"``), over the queries that have
+    passages."""
     asked = [sub for sub in subs if shown[sub["id"]]]
     replies: dict[int, QueryFinding] = {}
     by_number: dict[int, Hit] = {}
     called = False
-    if asked and run.planner.findings_call == "reader":
+    if asked and run.planner.findings_call in ("reader", "free"):
         replies, by_number, called = await _read_each(run, asked, shown, errors)
     elif asked:
         replies, by_number, called = await _call_findings(run, asked, shown, errors)

@@ -75,3 +75,36 @@ async def test_with_the_step_ablated_the_passages_are_the_finding_and_no_call_is
     record = update["findings"]["q1"]
     assert record["skipped"] and record["answered"] and not record["supported"]
     assert record["finding"] == "" and record["sources"] == ["jaws", "shark"]
+
+
+LONG = Passage(
+    "jaws-long",
+    "Jaws (film)",
+    "Jaws is a 1975 American thriller film. "
+    + "It was a summer hit. " * 20
+    + "The film was directed by Steven Spielberg.",
+)
+
+
+async def test_the_free_reader_reads_a_hop_over_its_passages_whole() -> None:
+    """``findings_call="free"``: one free-reader call per query, its passages whole in the
+    system message (the JSON reader's 350-character window around the query would cut the
+    director off here), the query alone as the user's, a free-text reply kept as the span."""
+    seen: list[list[Any]] = []
+
+    def reply(messages: list[Any]) -> str:
+        seen.append(messages)
+        return "Steven Spielberg." if "directed by Steven Spielberg" in messages[0].content else ""
+
+    model = RoutedChatModel(routes={"rag_answer": reply})
+    planner = PlannerSettings(draft=False, supplement=True, findings_call="free")
+    before = round_of(sub("q1", "director of Jaws"), pending=["q1"])
+    before["searches"] = {"q1|sparse": searched("q1", LONG, SHARK)}
+    update = await read_findings(before, node_runtime(model, planner))
+    (messages,) = seen
+    assert "Document 1 (Title: Jaws (film))" in messages[0].content
+    assert "Document 2 (Title: Great white shark)" in messages[0].content
+    assert "director of Jaws" in messages[-1].content and "Spielberg" not in messages[-1].content
+    record = update["findings"]["q1"]
+    assert record["finding"] == "Steven Spielberg" and record["supported"]
+    assert record["sources"] == ["jaws-long"]
