@@ -224,10 +224,11 @@ class PlannerSettings(BaseModel):
     )
     passage_chars: int = Field(350, ge=50, le=4000, description="characters per passage shown")
     findings_call: Literal["batched", "reader", "free"] = Field(
-        "reader",
+        "free",
         description="batched = one JSON call a round for all its queries (LevelRAG's, in "
-        "`full`); reader = one one-call-RAG reader call per query (far shorter replies); free "
-        "= one free-reader call per query, its passages whole (answer_reader's free layout)",
+        "`full`); reader = one one-call-RAG reader call per query over passages trimmed to "
+        "passage_chars (far shorter replies); free = one free-reader call per query, its "
+        "passages whole (answer_reader's free layout; benchmarks/results/hop-reading.md)",
     )
     answer_sources: int = Field(
         5, ge=1, le=30, description="raw passages the answer reads (vanilla RAG shows 5)"

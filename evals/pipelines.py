@@ -385,7 +385,8 @@ def planner_settings(
     """The configured planner settings with ``searchers`` and every LevelRAG step on, no draft
     (LevelRAG's planner runs from the start) and one batched findings call a round (the planner
     the v4 rows measured), but for the ``switches`` a pipeline sets: an ablation turns a step
-    off, ``draft-first`` is hoptree's default (the draft, the reader's findings, no follow-ups)."""
+    off, ``draft-first`` is hoptree's default (the draft, the free reader's findings, no
+    follow-ups)."""
     update = {"searchers": list(searchers), "decompose": True, "summarize": True, "draft": False}
     fixed = {**update, "supplement": True, "findings_call": "batched"}
     return ctx.settings.planner.model_copy(update={**fixed, **switches})
@@ -546,7 +547,7 @@ HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
             "hoptree's default: a one-call draft first, the planner (no follow-up rounds) "
             "where the router sends the question, the better-supported answer kept",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="reader"),
+            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="free"),
         ),
         PipelineSpec(
             "full+tree",

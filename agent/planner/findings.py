@@ -1,9 +1,10 @@
-"""The ``findings`` node: one call per round copies each query's answer span out of its
-passages (or one reader call per query, ``PlannerSettings.findings_call="reader"`` or
-``"free"``). A span
-counts only when a passage about the query's subject holds it
-(``agent.checks.evidence.support``); a supported follow-up replaces the finding it asked
-again. The records are the plan's to write (``Plan.new_finding``, ``Plan.findings_update``)."""
+"""The ``findings`` node: one reader call per query takes its answer span out of its passages
+(``PlannerSettings.findings_call="free"``, the default: the draft's free reader over them
+whole; ``"reader"``: one-call RAG's JSON reader over windows), or one call a round for all
+(``"batched"``, LevelRAG's, in ``full``). A span counts only when a passage about the query's
+subject holds it (``agent.checks.evidence.support``); a supported follow-up replaces the
+finding it asked again. The records are the plan's to write (``Plan.new_finding``,
+``Plan.findings_update``)."""
 
 from __future__ import annotations
 

@@ -134,6 +134,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
         {"max_rounds": 2},
     ),
     "findings_read_per_query": (routes(), {"findings_call": "reader"}, {}),
+    "findings_read_free": (routes(), {"findings_call": "free"}, {}),
     "no_decompose": (routes(), {"decompose": False}, {}),
     "no_summarize": (routes(verify=reply(sufficient=True, queries=[])), {"summarize": False}, {}),
     "no_supplement": (routes(summarize=findings({})), {"supplement": False}, {}),
