@@ -18,7 +18,8 @@ all of them answered, paired by id:
   (the issue asks for the plan on at most half of the questions it does not change);
 - ``median_s``: the final answer's seconds, ``first_answer_median_s``: the draft's
   (``planner.first_answer_s``). Seconds are the run's own: two questions at once on most runs,
-  with other work on the machine on some, so they compare within a run only.
+  with other work on the machine on some, so they compare within a run only; a run that
+  replayed another's calls from an experiment LLM cache has none (``SliceRuns.replayed``).
 
 A slice whose one-call run is missing is reported with what it has, and says so.
 
@@ -59,6 +60,9 @@ class SliceRuns:
     one_calls: Mapping[str, str]  # pipeline -> run folder
     oracle: str | None = None
     note: str = ""
+    # the default run replayed calls another run made (an experiment LLM cache): its seconds
+    # are what the replay took, not what the questions cost, so none is reported
+    replayed: bool = False
 
 
 # the tuning slices' default: questions 1-20 as recorded for the replay proof by 0b9d867, whose
@@ -66,8 +70,9 @@ class SliceRuns:
 TODAY = "1-20, the answers of 0b9d867 (the replay proof's recording; the JSON draft reader)"
 # the former report slices' default: its first 50 questions with the free draft reader
 FORMER = (
-    "the former report slice (read while the planner was designed), first 50: the default "
-    "with the free draft reader (v11; the JSON reader's arm is v11/<slice>/draft-first-json)"
+    "the former report slice (read while the planner was designed), first 50: today's default, "
+    "the draft and each hop read by the free reader (v12; with the hops read by the JSON "
+    "reader, v11/<slice>/draft-first-free; the draft too, v11/<slice>/draft-first-json)"
 )
 # the fresh report slices (read by nobody while hoptree was designed): today's default
 FRESH = (
@@ -97,24 +102,27 @@ SLICES: dict[str, SliceRuns] = {
     ),
     "hotpotqa_b": SliceRuns(
         "tuning",
-        "v11/hotpotqa_b/draft-first-free",
+        "v12/hotpotqa_b/draft-first-hop-free",
         {"bm25": "v4/hotpotqa_b/bm25", "hybrid": "v4/hotpotqa_b/hybrid"},
         "v4/hotpotqa_b/oracle",
         FORMER,
+        replayed=True,
     ),
     "2wiki": SliceRuns(
         "tuning",
-        "v11/2wiki/draft-first-free",
+        "v12/2wiki/draft-first-hop-free",
         {"bm25": "v4/2wiki/bm25", "hybrid": "v4/2wiki/hybrid"},
         "v4/2wiki/oracle",
         FORMER,
+        replayed=True,
     ),
     "musique": SliceRuns(
         "tuning",
-        "v11/musique/draft-first-free",
+        "v12/musique/draft-first-hop-free",
         {"bm25": "v4/musique/bm25", "hybrid": "v4/musique/hybrid"},
         "v4/musique/oracle",
         FORMER,
+        replayed=True,
     ),
     "docs/apache-httpd": SliceRuns(
         "documentation",
@@ -210,7 +218,7 @@ def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | 
     draft = {
         i: best_f1(draft_answer(default[i]) or "", default[i].get("answers") or []) for i in ids
     }
-    median_s, first_s = _seconds(rows)
+    median_s, first_s = (None, None) if runs.replayed else _seconds(rows)
     one_call_f1 = {name: _mean(_f1(scored, ids)) for name, scored in one_calls.items()}
     out: dict[str, Any] = {
         "group": runs.group,
@@ -260,7 +268,7 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
         "and hoptree's wins/losses; *draft Δ* the draft minus the same one call. *Planned*: the",
         "router sent the question to the plan; *changed*: the final answer is not the draft's.",
         "Seconds are each run's own (mostly two questions at once; see each run's `report.md`)",
-        "and compare only within a run.",
+        "and compare only within a run; none is given for a run that replayed another's calls.",
         "",
         "| slice | group | n | draft | default | best one call | Δ default [95% CI] W/L "
         "| draft Δ [95% CI] | planned | changed | planned, unchanged | median s | first answer s "

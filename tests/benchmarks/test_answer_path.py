@@ -64,3 +64,16 @@ def test_figures_pair_the_draft_the_default_and_the_better_one_call(tmp_path: Pa
 
 def test_a_slice_without_rows_is_left_out(tmp_path: Path) -> None:
     assert ap.slice_figures(ap.SliceRuns("tuning", "nothing", {}), tmp_path) is None
+
+
+def test_a_replayed_default_reports_no_seconds(tmp_path: Path) -> None:
+    _write(tmp_path / "d", [_default("a", "Tulsa", "Tulsa", False, 0.1)])
+    _write(tmp_path / "bm25", [_one_call("a", 1.0)])
+    live = ap.slice_figures(ap.SliceRuns("tuning", "d", {"bm25": "bm25"}), tmp_path)
+    replay = ap.slice_figures(
+        ap.SliceRuns("tuning", "d", {"bm25": "bm25"}, replayed=True), tmp_path
+    )
+    assert live is not None and replay is not None
+    assert live["median_s"] == 0.1 and live["first_answer_median_s"] == 0.03
+    assert replay["median_s"] is None and replay["first_answer_median_s"] is None
+    assert replay["default_f1"] == live["default_f1"] == 100.0
