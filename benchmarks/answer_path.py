@@ -76,8 +76,9 @@ FORMER = (
 )
 # the fresh report slices (read by nobody while hoptree was designed): today's default
 FRESH = (
-    "today's default (the free draft reader; the JSON reader's rows are "
-    "peers/fresh/<slice>/draft-first-json), on every question its one calls answered"
+    "today's default (the draft and each hop read by the free reader; with the hops read by "
+    "the JSON reader, peers/fresh/<slice>/draft-first-hop-reader; the draft too, "
+    "draft-first-json), on every question its one calls answered"
 )
 SLICES: dict[str, SliceRuns] = {
     "tune/hotpotqa": SliceRuns(

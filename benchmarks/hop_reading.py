@@ -65,12 +65,17 @@ from planning import planner_hops, rows_by_question
 import prompts
 from agent.checks.escalation import answer_logprobs
 from agent.checks.evidence import support
-from agent.planner.findings import FINDINGS_MAX_TOKENS, RoundFindings, _findings_prompt
+from agent.planner.findings import (
+    FINDINGS_MAX_TOKENS,
+    RoundFindings,
+    _findings_prompt,
+    read_query,
+)
 from agent.settings import LLMSettings
 from evals.datasets import EvalQuestion, load_questions, resolve_format
 from evals.metrics import best_exact_match, best_f1
-from searchers.passages import Hit, Passage, focus_text, numbered_passages
-from searchers.reader import WHOLE_CHARS, read_free_answer, read_short_answer
+from searchers.passages import Hit, Passage, numbered_passages
+from searchers.reader import read_short_answer
 from searchers.searcher import RunScope
 from searchers.structured_calls import ask
 from searchers.text import normalize_answer_folded
@@ -394,13 +399,10 @@ async def read_reader(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Re
 
 
 async def read_free(chat: BaseChatModel, item: HopItem, scope: RunScope) -> Read:
-    """The draft's free reader (``searchers.reader.read_free_answer``) asked the hop, over the
-    same passages whole (up to the draft's 2,000 characters, trimmed around the hop), in the
-    system message, and a free-text reply: whether the layout that read the draft 2-7 F1 better
-    reads a hop better too."""
-    documents = [(h.passage.title, focus_text(h.passage.text, WHOLE_CHARS, item.text))
-                 for h in item.hits()]  # fmt: skip
-    reply = await read_free_answer(chat, item.text, documents, scope=scope, step="read")
+    """The planner's hop reader with ``findings_call="free"`` (``findings.read_query``): the
+    draft's free reader asked the hop over the same passages whole (up to 2,000 characters,
+    trimmed around the hop) in the system message, and a free-text reply."""
+    reply = await read_query(chat, item.text, item.hits(), CHARS, scope=scope, free=True)
     return Read(reply.value.answer) if reply.value else Read("", error=str(reply.error))
 
 

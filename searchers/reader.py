@@ -10,8 +10,10 @@ HotpotQA questions.
 
 Its free-text form (``read_free_answer``: whole passages in the system message, the question
 alone, a plain reply) is what the draft reads with by default since it read 1-7 F1 above the
-JSON reply end to end (``PlannerSettings.answer_reader``, ``evals/results/v11``); the one-call
-baselines and a hop's finding keep the JSON reply, so their recorded rows stay comparable."""
+JSON reply end to end (``PlannerSettings.answer_reader``, ``evals/results/v11``), and what a
+hop's finding reads with since it read MuSiQue's hops better (``findings_call``,
+``evals/results/v12``); the one-call baselines keep the JSON reply, so their recorded rows stay
+comparable."""
 
 from __future__ import annotations
 
