@@ -139,6 +139,10 @@ class PipelineSpec:
     # reads hoptree's planner settings, so a run records them as part of what it measures (a
     # peer pipeline runs another project's code: hoptree's planner settings mean nothing to it)
     reads_planner: bool = True
+    # the planner settings the pipeline sets over the configured ones (``draft-first``: the
+    # draft on, each hop read free, ...), which no environment variable can change, so a run
+    # records them too: a pipeline whose own setting changed in the code measures another thing
+    planner_switches: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def scores_context(self) -> bool:
@@ -387,9 +391,30 @@ def planner_settings(
     the v4 rows measured), but for the ``switches`` a pipeline sets: an ablation turns a step
     off, ``draft-first`` is hoptree's default (the draft, the free reader's findings, no
     follow-ups)."""
-    update = {"searchers": list(searchers), "decompose": True, "summarize": True, "draft": False}
-    fixed = {**update, "supplement": True, "findings_call": "batched"}
-    return ctx.settings.planner.model_copy(update={**fixed, **switches})
+    return ctx.settings.planner.model_copy(update=pipeline_switches(searchers, switches))
+
+
+def pipeline_switches(
+    searchers: Sequence[str], switches: Mapping[str, bool | str]
+) -> dict[str, Any]:
+    """What a planner pipeline sets over the configured planner settings (``planner_settings``
+    applies it; a run records it as ``pipeline_planner``)."""
+    fixed = {"searchers": list(searchers), "decompose": True, "summarize": True, "draft": False}
+    return {**fixed, "supplement": True, "findings_call": "batched", **switches}
+
+
+def _planner_pipeline(
+    name: str, description: str, searchers: tuple[str, ...], **switches: bool | str
+) -> PipelineSpec:
+    """A planner pipeline over ``searchers``: its run and, for the run's identity, the planner
+    settings it sets."""
+    return PipelineSpec(
+        name,
+        description,
+        searchers,
+        _planner(searchers, **switches),
+        planner_switches=pipeline_switches(searchers, switches),
+    )
 
 
 def planner_agent(
@@ -536,42 +561,42 @@ HOPTREE_PIPELINES: dict[str, PipelineSpec] = {
             ("dense",),
             _single_searcher("dense"),
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "full",
             "the planner over the sparse and dense searchers",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS),
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "draft-first",
             "hoptree's default: a one-call draft first, the planner (no follow-up rounds) "
             "where the router sends the question, the better-supported answer kept",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, draft=True, supplement=False, findings_call="free"),
+            draft=True,
+            supplement=False,
+            findings_call="free",
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "full+tree",
             "the planner over the sparse, dense and RAPTOR tree searchers",
             (*_PLANNER_SEARCHERS, "tree"),
-            _planner((*_PLANNER_SEARCHERS, "tree")),
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "no-decompose",
             "the planner without decomposition (the question is the only atomic query)",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, decompose=False),
+            decompose=False,
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "no-summarize",
             "the planner without summaries (the answer reads the fused passages)",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, summarize=False),
+            summarize=False,
         ),
-        PipelineSpec(
+        _planner_pipeline(
             "no-supplement",
             "the planner without supplement rounds (one round of atomic queries)",
             _PLANNER_SEARCHERS,
-            _planner(_PLANNER_SEARCHERS, supplement=False),
+            supplement=False,
         ),
     ]
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -32,8 +32,10 @@ IDENTITY_KEYS = (
 )  # fmt: skip
 # Keys a run records since a later version: compared when the recorded run has them, so a run
 # made before them still resumes. ``planner_settings``: every planner and budget value of a
-# planner run, defaults included (a changed default is another measurement too).
-LATER_KEYS = ("planner_settings",)
+# planner run, defaults included (a changed default is another measurement too);
+# ``pipeline_planner``: the planner settings the pipeline itself sets over those (``draft-first``
+# reading each hop free), which the configured values do not show.
+LATER_KEYS = ("planner_settings", "pipeline_planner")
 
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -112,6 +114,14 @@ def planner_values(settings: Settings) -> dict[str, Any]:
     (``open_plan_answer`` became "one_call") makes rows of another answer step that
     ``planner_overrides`` alone cannot tell apart."""
     return _planner_values(settings.planner, settings.budgets)
+
+
+def pipeline_planner(switches: Mapping[str, Any]) -> dict[str, Any]:
+    """A pipeline's own planner settings as ``run.json`` records them ("planner.findings_call":
+    "free", ...; tuples as lists, as JSON reads them back), so a resumed run compares equal."""
+    return {
+        f"planner.{k}": list(v) if isinstance(v, tuple) else v for k, v in sorted(switches.items())
+    }
 
 
 def planner_overrides(settings: Settings) -> dict[str, Any]:

@@ -86,6 +86,7 @@ from evals.run_directory import (
     RunDirectory,
     append_row,
     dataset_label,
+    pipeline_planner,
     planner_overrides,
     planner_values,
     run_fields,
@@ -328,6 +329,8 @@ async def run_eval(
         if overrides:
             identity["planner"] = overrides
         identity["planner_settings"] = planner_values(ctx.settings)
+        if spec.planner_switches:
+            identity["pipeline_planner"] = pipeline_planner(spec.planner_switches)
     run_dir = RunDirectory(config.out)
     run_dir.claim(identity)
     finished = run_dir.finished()

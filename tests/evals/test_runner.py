@@ -18,9 +18,9 @@ import pytest
 
 from agent.runtime.llm_cache import SQLiteLLMCache
 from agent.settings import Settings
-from evals.pipelines import PipelineError
+from evals.pipelines import HOPTREE_PIPELINES, PipelineError
 from evals.report import read_details
-from evals.run_directory import EvalRunError, RunConfig
+from evals.run_directory import PIPELINE_PLANNER_FIELDS, EvalRunError, RunConfig
 from evals.runner import run_eval, write_metrics_only
 from searchers.corpus import file_sha256
 from tests.eval_script import (
@@ -366,6 +366,54 @@ async def test_a_planner_run_made_under_another_default_is_not_resumed(
         context(eval_settings, scripted_chat(), embeddings),
     )
     assert metrics["n"] == 2
+
+
+async def test_a_planner_run_made_when_its_pipeline_set_another_value_is_not_resumed(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    """A planner pipeline's own settings (``full``: one batched findings call, ``draft-first``:
+    each hop read free) are set in the code, where no environment variable shows them:
+    ``run.json`` records them, so rows made when the pipeline read its hops another way are
+    not resumed under today's; a run recorded before this key resumes as it did."""
+    out = tmp_path / "full"
+    await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    run_file = out / "run.json"
+    recorded = json.loads(run_file.read_text())
+    assert recorded["pipeline_planner"]["planner.findings_call"] == "batched"
+    assert recorded["pipeline_planner"]["planner.searchers"] == ["sparse", "dense"]
+    metrics = await run_eval(  # the same pipeline resumes
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    assert metrics["n"] == 2
+    recorded["pipeline_planner"]["planner.findings_call"] = "reader"  # as the code once set it
+    run_file.write_text(json.dumps(recorded))
+    with pytest.raises(EvalRunError, match=r"\{'planner.findings_call': 'reader'\} there"):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="full", out=out, limit=3),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+    del recorded["pipeline_planner"]  # a run recorded before the key
+    run_file.write_text(json.dumps(recorded))
+    metrics = await run_eval(
+        RunConfig(dataset=TINY, pipeline="full", out=out, limit=3),
+        context(eval_settings, scripted_chat(), embeddings),
+    )
+    assert metrics["n"] == 3
+
+
+def test_every_planner_pipeline_sets_the_fields_left_out_of_the_planner_values() -> None:
+    """What a planner pipeline sets (``pipeline_planner``) and what the configured values leave
+    out (``PIPELINE_PLANNER_FIELDS``) are one set: a field in neither would be recorded nowhere."""
+    planners = [spec for spec in HOPTREE_PIPELINES.values() if spec.planner_switches]
+    assert {"full", "draft-first"} <= {spec.name for spec in planners}
+    for spec in planners:
+        assert set(spec.planner_switches) == PIPELINE_PLANNER_FIELDS, spec.name
+    assert HOPTREE_PIPELINES["draft-first"].planner_switches["findings_call"] == "free"
+    assert not HOPTREE_PIPELINES["bm25"].planner_switches
 
 
 async def test_an_offset_runs_a_later_slice_of_the_file(
