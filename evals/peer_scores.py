@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,11 @@ PEER_PREFIX = "peer-"
 
 Rows = Mapping[str, Mapping[str, Any]]
 
+# Two rows were made beside each other (the same chunk of an interleaved run: the same machine
+# in the same hour, the only way seconds compare) when they finished this close together; a
+# run made again alone, in another session, is hours or days away from its peers' rows.
+BESIDE = timedelta(hours=2)
+
 
 def rows_of(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {str(r["id"]): r for r in details_or_none(run_dir) or []}
@@ -41,6 +47,20 @@ def _median(values: Sequence[float]) -> float | None:
 
 def _mean(rows: Sequence[Mapping[str, Any]], key: str) -> float:
     return round(100.0 * statistics.fmean(float(r.get(key) or 0.0) for r in rows), 2)
+
+
+def _finished(row: Mapping[str, Any]) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(row["finished_at"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def made_beside(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether two rows of a question finished within ``BESIDE`` of each other (a row without
+    its time is not known to be beside anything)."""
+    a, b = _finished(one), _finished(other)
+    return a is not None and b is not None and abs(a - b) <= BESIDE
 
 
 def pair(
@@ -55,6 +75,8 @@ def pair(
     theirs = {i: float(peer[i]["f1"]) for i in ids}
     diff = paired_diff(ours, theirs, resamples=resamples, seed=seed)
     peer_rows = [peer[i] for i in ids]
+    # seconds only where the two rows were made beside each other
+    beside = [i for i in ids if made_beside(hoptree[i], peer[i])]
     return {
         "n": len(ids),
         "f1": _mean(peer_rows, "f1"),
@@ -65,8 +87,9 @@ def pair(
         "ci_high": round(diff.high, 2),
         "wins": diff.wins,
         "losses": diff.losses,
-        "median_s": _median([float(r["seconds"]) for r in peer_rows]),
-        "hoptree_median_s": _median([float(hoptree[i]["seconds"]) for i in ids]),
+        "seconds_n": len(beside),
+        "median_s": _median([float(peer[i]["seconds"]) for i in beside]),
+        "hoptree_median_s": _median([float(hoptree[i]["seconds"]) for i in beside]),
         "median_calls": _median([float(r["llm_calls"]) for r in peer_rows]),
         "median_prompt_tokens": _median([float(r["prompt_tokens"]) for r in peer_rows]),
         "errors": sum(1 for r in peer_rows if r.get("error")),
@@ -105,11 +128,12 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "From `evals/results/peers/<slice>/` (no model call). Δ is hoptree's default "
         "(`draft-first`) minus the peer, in F1 points, on the questions both answered, with the "
         "paired 95% bootstrap interval; W/L are hoptree's wins and losses. The runs of a slice "
-        "were made interleaved (a few questions of each pipeline in turn), so seconds compare "
-        "within a slice, except hoptree's default on the fresh slices' questions 1-25: rerun "
-        "alone once the draft and each hop read with the free reader (thirtieth session), so its "
-        "seconds there are not comparable with the peers' (`evals/results/README.md` gives the "
-        "interleaved ones). *No search*: the questions the peer answered without one "
+        "were made interleaved (a few questions of each pipeline in turn), but a run made again "
+        "alone is not the peers' machine hour: seconds are the medians over the *beside* "
+        "questions only, those whose two rows finished within two hours of each other (the "
+        "same chunk of an interleaved run; hoptree's default on the fresh slices' questions "
+        "1-25 was rerun alone, thirtieth session, so there only 26-50 count). *No search*: the "
+        "questions the peer answered without one "
         "search (LangChain's ReAct agent on this model: it answers without calling its tool, "
         "or writes the call as text that the server does not parse as one: the model's chat "
         'template shows the call\'s format as `{{"name": ..., "arguments": ...}}`, its '
@@ -140,8 +164,9 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
             ]
         lines += [
             "| peer | n | peer F1 | peer EM | hoptree F1 | Δ [95% CI] | W/L | median s "
-            "(peer / hoptree) | median calls | median prompt tokens | no search | errors |",
-            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
+            "(peer / hoptree) | beside | median calls | median prompt tokens | no search "
+            "| errors |",
+            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|",
         ]
         for name, r in entry.items():
             if name == "plumbing":
@@ -149,9 +174,15 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
             lines.append(
                 f"| {name} | {r['n']} | {r['f1']:.1f} | {r['em']:.1f} | {r['hoptree_f1']:.1f} "
                 f"| {r['delta']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] "
-                f"| {r['wins']}/{r['losses']} | {r['median_s']} / {r['hoptree_median_s']} "
+                f"| {r['wins']}/{r['losses']} | {_seconds(r)} | {r.get('seconds_n', r['n'])} "
                 f"| {r['median_calls']} | {r['median_prompt_tokens']} | {r.get('no_search', 0)} "
                 f"| {r['errors']} |"
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _seconds(r: Mapping[str, Any]) -> str:
+    if r.get("median_s") is None:
+        return "none beside"
+    return f"{r['median_s']} / {r['hoptree_median_s']}"

@@ -15,9 +15,16 @@ from tests.benchmark_module import load_benchmark
 peers = load_benchmark("peers")
 
 
-def row(qid: str, f1: float, seconds: float = 10.0, calls: int = 2) -> dict[str, Any]:
+def row(
+    qid: str,
+    f1: float,
+    seconds: float = 10.0,
+    calls: int = 2,
+    finished_at: str = "2026-11-29T23:00:00+00:00",
+) -> dict[str, Any]:
     return {
         "id": qid,
+        "finished_at": finished_at,
         "f1": f1,
         "em": float(f1 == 1.0),
         "seconds": seconds,
@@ -63,6 +70,36 @@ def test_each_peer_is_paired_with_hoptree_by_id_and_the_delta_is_hoptree_minus_p
     assert "plumbing" not in data["hotpotqa_b"]  # no peer-standard, no bm25
     assert set(data) == {"hotpotqa_b"}  # slices without a folder are left out, not zero
     assert "peer-ircot" in peers_markdown(data)
+
+
+def test_seconds_compare_only_on_questions_whose_rows_were_made_beside_each_other(
+    tmp_path: Path,
+) -> None:
+    """A run made again alone, in another session, is another machine hour than its peers':
+    F1 pairs on every shared question, seconds only on the questions whose two rows finished
+    within two hours of each other (a row without its time is beside nothing)."""
+    folder = tmp_path / "fresh" / "2wiki"
+    later = "2026-11-30T09:00:00+00:00"  # q0, q1 rerun alone the next morning
+    write_run(
+        folder / "draft-first",
+        [
+            row("q0", 1.0, 99.0, finished_at=later),
+            row("q1", 1.0, 99.0, finished_at=later),
+            row("q2", 1.0, 20.0),
+            row("q3", 1.0, 30.0),
+        ],
+    )
+    peer_rows = [row(f"q{i}", 0.0, 60.0) for i in range(4)]
+    del peer_rows[3]["finished_at"]
+    write_run(folder / "peer-ircot", peer_rows)
+    ircot = peer_scores(tmp_path)["fresh/2wiki"]["peer-ircot"]
+    assert ircot["n"] == 4 and ircot["delta"] == 100.0  # F1: every shared question
+    assert ircot["seconds_n"] == 1  # q2 only: q0 and q1 came later, q3's peer row has no time
+    assert ircot["median_s"] == 60.0 and ircot["hoptree_median_s"] == 20.0
+    write_run(folder / "draft-first", [row("q0", 1.0, 99.0, finished_at=later)])
+    alone = peer_scores(tmp_path)["fresh/2wiki"]["peer-ircot"]
+    assert alone["seconds_n"] == 0 and alone["median_s"] is None
+    assert "none beside" in peers_markdown({"fresh/2wiki": {"peer-ircot": alone}})
 
 
 def test_the_plumbing_check_pairs_hoptrees_one_call_with_flashrags(tmp_path: Path) -> None:
