@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +50,12 @@ def _mean(rows: Sequence[Mapping[str, Any]], key: str) -> float:
 
 
 def _finished(row: Mapping[str, Any]) -> datetime | None:
+    """When the row was written (rows carry UTC times; one without a zone is read as UTC)."""
     try:
-        return datetime.fromisoformat(str(row["finished_at"]))
+        when = datetime.fromisoformat(str(row["finished_at"]))
     except (KeyError, ValueError):
         return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def made_beside(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:

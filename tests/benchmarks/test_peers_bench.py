@@ -90,6 +90,7 @@ def test_seconds_compare_only_on_questions_whose_rows_were_made_beside_each_othe
         ],
     )
     peer_rows = [row(f"q{i}", 0.0, 60.0) for i in range(4)]
+    peer_rows[2]["finished_at"] = "2026-11-29T23:30:00"  # no zone: read as UTC
     del peer_rows[3]["finished_at"]
     write_run(folder / "peer-ircot", peer_rows)
     ircot = peer_scores(tmp_path)["fresh/2wiki"]["peer-ircot"]
