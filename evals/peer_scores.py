@@ -176,7 +176,7 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
             lines.append(
                 f"| {name} | {r['n']} | {r['f1']:.1f} | {r['em']:.1f} | {r['hoptree_f1']:.1f} "
                 f"| {r['delta']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] "
-                f"| {r['wins']}/{r['losses']} | {_seconds(r)} | {r.get('seconds_n', r['n'])} "
+                f"| {r['wins']}/{r['losses']} | {_seconds(r)} | {r['seconds_n']} "
                 f"| {r['median_calls']} | {r['median_prompt_tokens']} | {r.get('no_search', 0)} "
                 f"| {r['errors']} |"
             )

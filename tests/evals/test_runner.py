@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -336,6 +337,26 @@ async def test_a_planner_run_records_its_non_default_settings_and_keeps_them(
     assert "planner" not in json.loads((tmp_path / "bm25" / "run.json").read_text())
 
 
+async def refused_then_resumed(
+    out: Path, settings: Settings, embeddings: Any, change: tuple[str, str, Any], limit: int
+) -> None:
+    """The ``full`` run in ``out`` with one recorded value changed (``change``: the section of
+    ``run.json``, the key, the older value) is refused, naming the value; with that section
+    removed, as a run recorded before the section existed, it resumes to ``limit``."""
+    section, key, older = change
+    run_file = out / "run.json"
+    recorded = json.loads(run_file.read_text())
+    recorded[section][key] = older
+    run_file.write_text(json.dumps(recorded))
+    config = RunConfig(dataset=TINY, pipeline="full", out=out, limit=limit)
+    with pytest.raises(EvalRunError, match=re.escape(f"{{{key!r}: {older!r}}} there")):
+        await run_eval(config, context(settings, scripted_chat(), embeddings))
+    del recorded[section]
+    run_file.write_text(json.dumps(recorded))
+    metrics = await run_eval(config, context(settings, scripted_chat(), embeddings))
+    assert metrics["n"] == limit
+
+
 async def test_a_planner_run_made_under_another_default_is_not_resumed(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
@@ -347,25 +368,14 @@ async def test_a_planner_run_made_under_another_default_is_not_resumed(
         RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
         context(eval_settings, scripted_chat(), embeddings),
     )
-    run_file = out / "run.json"
-    recorded = json.loads(run_file.read_text())
+    recorded = json.loads((out / "run.json").read_text())
     assert recorded["planner_settings"]["planner.open_plan_answer"] == "one_call"
     assert recorded["planner_settings"]["budgets.max_rounds"] == eval_settings.budgets.max_rounds
     assert "planner" not in recorded  # nothing differs from the defaults
-    recorded["planner_settings"]["planner.open_plan_answer"] = "chain"  # as an older default
-    run_file.write_text(json.dumps(recorded))
-    with pytest.raises(EvalRunError, match=r"\{'planner.open_plan_answer': 'chain'\} there"):
-        await run_eval(
-            RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
-            context(eval_settings, scripted_chat(), embeddings),
-        )
-    del recorded["planner_settings"]  # a run recorded before the key
-    run_file.write_text(json.dumps(recorded))
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="full", out=out, limit=2),
-        context(eval_settings, scripted_chat(), embeddings),
+    # as an older default: refused; a run recorded before the key resumes
+    await refused_then_resumed(
+        out, eval_settings, embeddings, ("planner_settings", "planner.open_plan_answer", "chain"), 2
     )
-    assert metrics["n"] == 2
 
 
 async def test_a_planner_run_made_when_its_pipeline_set_another_value_is_not_resumed(
@@ -380,8 +390,7 @@ async def test_a_planner_run_made_when_its_pipeline_set_another_value_is_not_res
         RunConfig(dataset=TINY, pipeline="full", out=out, limit=1),
         context(eval_settings, scripted_chat(), embeddings),
     )
-    run_file = out / "run.json"
-    recorded = json.loads(run_file.read_text())
+    recorded = json.loads((out / "run.json").read_text())
     assert recorded["pipeline_planner"]["planner.findings_call"] == "batched"
     assert recorded["pipeline_planner"]["planner.searchers"] == ["sparse", "dense"]
     metrics = await run_eval(  # the same pipeline resumes
@@ -389,20 +398,10 @@ async def test_a_planner_run_made_when_its_pipeline_set_another_value_is_not_res
         context(eval_settings, scripted_chat(), embeddings),
     )
     assert metrics["n"] == 2
-    recorded["pipeline_planner"]["planner.findings_call"] = "reader"  # as the code once set it
-    run_file.write_text(json.dumps(recorded))
-    with pytest.raises(EvalRunError, match=r"\{'planner.findings_call': 'reader'\} there"):
-        await run_eval(
-            RunConfig(dataset=TINY, pipeline="full", out=out, limit=3),
-            context(eval_settings, scripted_chat(), embeddings),
-        )
-    del recorded["pipeline_planner"]  # a run recorded before the key
-    run_file.write_text(json.dumps(recorded))
-    metrics = await run_eval(
-        RunConfig(dataset=TINY, pipeline="full", out=out, limit=3),
-        context(eval_settings, scripted_chat(), embeddings),
+    # as the code once set it: refused; a run recorded before the key resumes
+    await refused_then_resumed(
+        out, eval_settings, embeddings, ("pipeline_planner", "planner.findings_call", "reader"), 3
     )
-    assert metrics["n"] == 3
 
 
 def test_every_planner_pipeline_sets_the_fields_left_out_of_the_planner_values() -> None:
