@@ -17,7 +17,8 @@ installed is skipped with its install step printed.
 (``evals.peer_scores``): per slice and peer, the peer's F1 and EM, hoptree's default F1 on the
 same questions, the paired difference (hoptree minus peer) with its 95% bootstrap interval and
 hoptree's wins and losses, the peer's median seconds, calls and prompt tokens; and the plumbing
-check, ``peer-standard`` (FlashRAG's one-call RAG) against hoptree's ``bm25``.
+check, ``peer-standard`` (FlashRAG's one-call RAG) against hoptree's ``bm25``; and ``peers.png``,
+the paired differences drawn, one panel a slice.
 
 Slices: today's report slices (``hotpotqa_b``, ``2wiki``, ``musique``; read while hoptree's
 planner was designed, so they flatter hoptree) and the fresh ones nobody has read
@@ -40,7 +41,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evals.catalogue import get_pipeline
-from evals.peer_scores import ONE_CALL, PEERS_FOLDER, SLICES, peer_scores, peers_markdown
+from evals.peer_scores import (
+    ONE_CALL,
+    PEERS_FOLDER,
+    SLICES,
+    peer_scores,
+    peers_markdown,
+    peers_plot,
+)
 from evals.peers import PeerMissingError
 from evals.report import details_or_none
 from evals.suite import CHAINS_SUITE, PEERS_LIMIT, PEERS_STAGE, SuiteRun, missing_dataset_files
@@ -136,7 +144,10 @@ def write_report(args: argparse.Namespace) -> int:
     text = peers_markdown(data)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+    picture = peers_plot(data, args.out.with_suffix(".png"))
     print(text)
+    if picture is not None:
+        print(f"the picture: {picture}")
     return 0
 
 

@@ -184,6 +184,75 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
     return "\n".join(lines)
 
 
+# the issue's bars for the default against the best peer: level means the interval's lower end
+# above -3; ahead means the interval above zero and the point at +5 or more
+LEVEL = -3.0
+AHEAD = 5.0
+
+
+def peers_figure(data: Mapping[str, Any]) -> Any | None:
+    """One panel per slice (today's report slices on top, the fresh ones below): hoptree's
+    default minus each peer in F1 points with its paired 95% interval, green where the interval
+    is above zero, red where below, blue where it spans zero; lines at zero, at ``LEVEL`` and at
+    ``AHEAD``. None when no slice has a peer (the plumbing check alone draws nothing)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    panels = {
+        key: [(name, r) for name, r in entry.items() if name != "plumbing"]
+        for key, entry in data.items()
+    }
+    panels = {key: shown for key, shown in panels.items() if shown}
+    if not panels:
+        return None
+    rows = [[k for k in keys if k in panels] for keys in (SLICES[:3], SLICES[3:])]
+    rows = [keys for keys in rows if keys]
+    columns = max(len(keys) for keys in rows)
+    tallest = max(len(shown) for shown in panels.values())
+    figure = Figure(figsize=(4.2 * columns, (1.3 + 0.42 * tallest) * len(rows)))
+    FigureCanvasAgg(figure)
+    grid = figure.add_gridspec(len(rows), columns)
+    for i, keys in enumerate(rows):
+        for j, key in enumerate(keys):
+            _peers_panel(figure.add_subplot(grid[i, j]), key, panels[key])
+    figure.suptitle(
+        "hoptree's default minus each peer (F1 points, paired 95% bootstrap CI; hoptree's W/L)",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    return figure
+
+
+def peers_plot(data: Mapping[str, Any], path: Path) -> Path | None:
+    """``peers_figure`` saved at ``path``; None, and nothing written, when it draws nothing."""
+    figure = peers_figure(data)
+    if figure is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def _peers_panel(axes: Any, key: str, shown: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    places = list(range(len(shown)))[::-1]  # the first peer on top
+    for place, (_, r) in zip(places, shown, strict=True):
+        low, mean, high = float(r["ci_low"]), float(r["delta"]), float(r["ci_high"])
+        color = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:blue"
+        error = [[mean - low], [high - mean]]
+        axes.errorbar([mean], [place], xerr=error, fmt="o", color=color, capsize=3)
+        label = f"{mean:+.1f} ({r['wins']}/{r['losses']}, n={r['n']})"
+        axes.annotate(
+            label, (mean, place), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=6
+        )
+    axes.axvline(0.0, color="grey", linewidth=1)
+    axes.axvline(LEVEL, color="grey", linewidth=0.8, linestyle=":")
+    axes.axvline(AHEAD, color="grey", linewidth=0.8, linestyle="--")
+    axes.set_yticks(places, [name.removeprefix(PEER_PREFIX) for name, _ in shown], fontsize=7)
+    axes.set_ylim(-0.7, len(shown) - 0.3)
+    axes.tick_params(axis="x", labelsize=7)
+    axes.set_title(key, fontsize=9)
+
+
 def _seconds(r: Mapping[str, Any]) -> str:
     if r.get("median_s") is None:
         return "none beside"

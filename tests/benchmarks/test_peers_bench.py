@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.peer_scores import peer_scores, peers_markdown
+from evals.peer_scores import peer_scores, peers_figure, peers_markdown, peers_plot
 from tests.benchmark_module import load_benchmark
 
 peers = load_benchmark("peers")
@@ -169,3 +169,29 @@ def test_a_chunk_a_folder_already_holds_starts_no_child_run(
     assert peers.rows_written(tmp_path / "musique" / "bm25") == 5
     assert peers.main(["run", "--slices", "musique", "--limit", "10", "--chunk", "5"]) == 0
     assert calls == [("bm25", "10"), ("draft-first", "10")]
+
+
+def test_the_picture_has_a_panel_for_each_slice_with_peers_and_none_without(
+    tmp_path: Path,
+) -> None:
+    for key in ("hotpotqa_b", "fresh/musique"):
+        write_run(tmp_path / key / "draft-first", [row("q0", 1.0), row("q1", 0.0)])
+        write_run(tmp_path / key / "peer-ircot", [row("q0", 0.0), row("q1", 0.0)])
+        write_run(tmp_path / key / "peer-self-ask", [row("q0", 1.0), row("q1", 1.0)])
+    # a slice with the plumbing check alone draws no panel
+    write_run(tmp_path / "2wiki" / "bm25", [row("q0", 1.0)])
+    write_run(tmp_path / "2wiki" / "peer-standard", [row("q0", 0.0)])
+    data = peer_scores(tmp_path)
+    figure = peers_figure(data)
+    assert figure is not None
+    panels = {axes.get_title(): axes for axes in figure.axes}
+    assert set(panels) == {"hotpotqa_b", "fresh/musique"}
+    axes = panels["fresh/musique"]
+    labels = [t.get_text() for t in axes.get_yticklabels()]
+    names = dict(zip(labels, axes.get_yticks(), strict=True))
+    assert set(names) == {"ircot", "self-ask"}  # without the prefix
+    assert names["ircot"] > names["self-ask"]  # the first peer (by name) on top
+    picture = peers_plot(data, tmp_path / "out" / "peers.png")
+    assert picture is not None and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    nothing = tmp_path / "nothing.png"
+    assert peers_plot({"2wiki": data["2wiki"]}, nothing) is None and not nothing.exists()
