@@ -20,6 +20,10 @@ hoptree's wins and losses, the peer's median seconds, calls and prompt tokens; a
 check, ``peer-standard`` (FlashRAG's one-call RAG) against hoptree's ``bm25``; and ``peers.png``,
 the paired differences drawn, one panel a slice.
 
+``why``: ``benchmarks/results/peers-why.md``, the questions each peer scored above hoptree's
+default, sorted by why (``evals.peer_wins``: the plan changed a right draft, a wrong span, a gold
+paragraph the peer read and hoptree did not, or a misreading), with their ids to read.
+
 Slices: today's report slices (``hotpotqa_b``, ``2wiki``, ``musique``; read while hoptree's
 planner was designed, so they flatter hoptree) and the fresh ones nobody has read
 (``fresh/hotpotqa``, ``fresh/2wiki``, ``fresh/musique``; drawn by ``evals/data/fresh/draw.py``
@@ -27,6 +31,7 @@ into the checkout, uncommitted), the fair comparison.
 
     python benchmarks/peers.py run --slices hotpotqa_b --limit 50 --chunk 5 --concurrency 2
     python benchmarks/peers.py report
+    python benchmarks/peers.py why
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from evals.peer_scores import (
     peers_markdown,
     peers_plot,
 )
+from evals.peer_wins import wins_markdown, wins_of
 from evals.peers import PeerMissingError
 from evals.report import details_or_none
 from evals.suite import CHAINS_SUITE, PEERS_LIMIT, PEERS_STAGE, SuiteRun, missing_dataset_files
@@ -151,6 +157,13 @@ def write_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_why(args: argparse.Namespace) -> int:
+    text = wins_markdown(wins_of(args.results))
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -163,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     reporter = sub.add_parser("report", help="peers.json and peers.md from the committed rows")
     reporter.add_argument("--results", type=Path, default=RESULTS)
     reporter.add_argument("--out", type=Path, default=OUT)
+    why = sub.add_parser("why", help="peers-why.md: the questions each peer won, by class")
+    why.add_argument("--results", type=Path, default=RESULTS)
+    why.add_argument("--out", type=Path, default=OUT.with_name("peers-why.md"))
     args = parser.parse_args(argv)
+    if args.command == "why":
+        return write_why(args)
     if args.command == "run":
         if args.limit < 1 or args.chunk < 1:
             parser.error("--limit and --chunk must be >= 1")

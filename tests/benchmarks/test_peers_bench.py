@@ -195,3 +195,12 @@ def test_the_picture_has_a_panel_for_each_slice_with_peers_and_none_without(
     assert picture is not None and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     nothing = tmp_path / "nothing.png"
     assert peers_plot({"2wiki": data["2wiki"]}, nothing) is None and not nothing.exists()
+
+
+def test_why_writes_each_peers_wins_by_class(tmp_path: Path) -> None:
+    write_run(tmp_path / "fresh" / "hotpotqa" / "draft-first", [row("q0", 0.0), row("q1", 1.0)])
+    write_run(tmp_path / "fresh" / "hotpotqa" / "peer-ircot", [row("q0", 1.0), row("q1", 1.0)])
+    out = tmp_path / "why.md"
+    assert peers.main(["why", "--results", str(tmp_path), "--out", str(out)]) == 0
+    # q0: no draft recorded, no supporting titles: the search cannot be told apart
+    assert "| peer-ircot | 2 | 1 | 0 | 0 | 0 | 0 | 1 |" in out.read_text()
