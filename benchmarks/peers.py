@@ -18,7 +18,7 @@ installed is skipped with its install step printed.
 same questions, the paired difference (hoptree minus peer) with its 95% bootstrap interval and
 hoptree's wins and losses, the peer's median seconds, calls and prompt tokens; and the plumbing
 check, ``peer-standard`` (FlashRAG's one-call RAG) against hoptree's ``bm25``; and ``peers.png``,
-the paired differences drawn, one panel a slice.
+the paired differences drawn, one panel a fresh slice.
 
 ``why``: ``benchmarks/results/peers-why.md``, the questions each peer scored above hoptree's
 default, sorted by why (``evals.peer_wins``: the plan changed a right draft, a wrong span, a gold
@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evals.catalogue import get_pipeline
 from evals.peer_scores import (
+    FRESH,
     ONE_CALL,
     PEERS_FOLDER,
     SLICES,
@@ -150,7 +151,8 @@ def write_report(args: argparse.Namespace) -> int:
     text = peers_markdown(data)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
-    picture = peers_plot(data, args.out.with_suffix(".png"))
+    # the fair comparison only: the former report slices' peers ran on 5 questions
+    picture = peers_plot(data, args.out.with_suffix(".png"), FRESH)
     print(text)
     if picture is not None:
         print(f"the picture: {picture}")

@@ -24,6 +24,7 @@ from evals.report import details_or_none
 PEERS_FOLDER = "peers"  # under evals/results
 # today's report slices (read while the planner was designed), then the fresh ones nobody has read
 SLICES = ("hotpotqa_b", "2wiki", "musique", "fresh/hotpotqa", "fresh/2wiki", "fresh/musique")
+FRESH = SLICES[3:]
 HOPTREE = "draft-first"  # hoptree's default
 ONE_CALL = "bm25"  # hoptree's one-call RAG on the peers' retriever
 PLUMBING_PEER = "peer-standard"
@@ -190,8 +191,9 @@ LEVEL = -3.0
 AHEAD = 5.0
 
 
-def peers_figure(data: Mapping[str, Any]) -> Any | None:
-    """One panel per slice (today's report slices on top, the fresh ones below): hoptree's
+def peers_figure(data: Mapping[str, Any], slices: Sequence[str] = SLICES) -> Any | None:
+    """One panel per slice of ``slices`` (today's report slices on top, the fresh ones below;
+    a slice that is not in ``slices`` is left out): hoptree's
     default minus each peer in F1 points with its paired 95% interval, green where the interval
     is above zero, red where below, blue where it spans zero; lines at zero, at ``LEVEL`` and at
     ``AHEAD``. None when no slice has a peer (the plumbing check alone draws nothing)."""
@@ -201,6 +203,7 @@ def peers_figure(data: Mapping[str, Any]) -> Any | None:
     panels = {
         key: [(name, r) for name, r in entry.items() if name != "plumbing"]
         for key, entry in data.items()
+        if key in slices
     }
     panels = {key: shown for key, shown in panels.items() if shown}
     if not panels:
@@ -223,9 +226,9 @@ def peers_figure(data: Mapping[str, Any]) -> Any | None:
     return figure
 
 
-def peers_plot(data: Mapping[str, Any], path: Path) -> Path | None:
+def peers_plot(data: Mapping[str, Any], path: Path, slices: Sequence[str] = SLICES) -> Path | None:
     """``peers_figure`` saved at ``path``; None, and nothing written, when it draws nothing."""
-    figure = peers_figure(data)
+    figure = peers_figure(data, slices)
     if figure is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -193,6 +193,8 @@ def test_the_picture_has_a_panel_for_each_slice_with_peers_and_none_without(
     assert names["ircot"] > names["self-ask"]  # the first peer (by name) on top
     picture = peers_plot(data, tmp_path / "out" / "peers.png")
     assert picture is not None and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fresh = peers_figure(data, ("fresh/musique",))
+    assert fresh is not None and [a.get_title() for a in fresh.axes] == ["fresh/musique"]
     nothing = tmp_path / "nothing.png"
     assert peers_plot({"2wiki": data["2wiki"]}, nothing) is None and not nothing.exists()
 
