@@ -23,7 +23,10 @@ all of them answered, paired by id:
 
 A slice whose one-call run is missing is reported with what it has, and says so.
 
-    python benchmarks/answer_path.py   # writes benchmarks/results/answer-path.{json,md}
+The picture (``answer-path.png``) draws, for each slice, the draft and the default against the
+best one call, each with its interval, beside the issue's bar (a lower end of -2).
+
+    python benchmarks/answer_path.py   # writes benchmarks/results/answer-path.{json,md,png}
 """
 
 from __future__ import annotations
@@ -65,9 +68,12 @@ class SliceRuns:
     replayed: bool = False
 
 
-# the tuning slices' default: questions 1-20 as recorded for the replay proof by 0b9d867, whose
-# answers today's code repeats call for call (evals/results/v9/replay)
-TODAY = "1-20, the answers of 0b9d867 (the replay proof's recording; the JSON draft reader)"
+# the tuning slices' default: questions 1-20 run again with today's default (v13; until the
+# thirty-first session the answers of 0b9d867, evals/results/v9/replay, with the JSON readers)
+TODAY = (
+    "1-20, today's default (the draft and each hop read by the free reader; v13, two at a "
+    "time, LLM cache off; with the JSON readers, v9/replay/before-0b9d867/<slice>/draft-first)"
+)
 # the former report slices' default: its first 50 questions with the free draft reader
 FORMER = (
     "the former report slice (read while the planner was designed), first 50: today's default, "
@@ -83,20 +89,20 @@ FRESH = (
 SLICES: dict[str, SliceRuns] = {
     "tune/hotpotqa": SliceRuns(
         "tuning",
-        "v9/replay/before-0b9d867/hotpotqa/draft-first",
+        "v13/tune/hotpotqa/draft-first",
         {"bm25": "v4/tune/hotpotqa/bm25", "hybrid": "v4/tune/hotpotqa/hybrid"},
         note=TODAY,
     ),
     "tune/2wiki": SliceRuns(
         "tuning",
-        "v9/replay/before-0b9d867/2wiki/draft-first",
+        "v13/tune/2wiki/draft-first",
         {"bm25": "v4/tune/2wiki/bm25", "hybrid": "v4/tune/2wiki/hybrid"},
         "v4/tune/2wiki/oracle",
         TODAY,
     ),
     "tune/musique": SliceRuns(
         "tuning",
-        "v9/replay/before-0b9d867/musique/draft-first",
+        "v13/tune/musique/draft-first",
         {"bm25": "v4/tune/musique/bm25", "hybrid": "v4/tune/musique/hybrid"},
         "v4/tune/musique/oracle",
         TODAY,
@@ -302,6 +308,52 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the issue's bar for the draft and the default against the best one call: the lower end of the
+# paired interval at -2 or above
+BAR = -2.0
+
+
+def figure(figures: Mapping[str, Mapping[str, Any]]) -> Any | None:
+    """Each slice's draft (hollow) and default (filled) minus its best one call, with the paired
+    95% intervals, green where the lower end meets ``BAR``, red where it does not; None when no
+    slice has a one-call run to be set against."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    shown = [(name, f) for name, f in figures.items() if f.get("delta") is not None]
+    if not shown:
+        return None
+    drawing = Figure(figsize=(7.5, 1.2 + 0.5 * len(shown)))
+    FigureCanvasAgg(drawing)
+    axes = drawing.add_subplot()
+    places = list(range(len(shown)))[::-1]  # the first slice on top
+    for place, (_, f) in zip(places, shown, strict=True):
+        arms = [(f, place - 0.15, "default")]
+        if f.get("draft"):
+            arms.append((f["draft"], place + 0.15, "draft"))
+        for arm, y, kind in arms:
+            low, mean, high = float(arm["ci_low"]), float(arm["delta"]), float(arm["ci_high"])
+            color = "tab:green" if low >= BAR else "tab:red"
+            face = color if kind == "default" else "white"
+            error = [[mean - low], [high - mean]]
+            axes.errorbar(
+                [mean], [y], xerr=error, fmt="o", color=color, markerfacecolor=face, capsize=3
+            )
+    axes.axvline(0.0, color="grey", linewidth=1)
+    axes.axvline(BAR, color="grey", linewidth=0.8, linestyle=":")
+    labels = [f"{name} (n={f['n']}, vs {f['best_one_call']})" for name, f in shown]
+    axes.set_yticks(places, labels, fontsize=7)
+    axes.set_ylim(-0.7, len(shown) - 0.3)
+    axes.tick_params(axis="x", labelsize=7)
+    axes.set_xlabel(
+        "F1 points minus the best one call (paired 95% CI): default filled, draft hollow",
+        fontsize=8,
+    )
+    axes.set_title("The answer path against the best one call, per slice", fontsize=10)
+    drawing.tight_layout()
+    return drawing
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -317,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     text = markdown(figures)
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+    drawing = figure(figures)
+    if drawing is not None:
+        drawing.savefig(args.out.with_suffix(".png"), dpi=110)
     print(text)
     return 0
 

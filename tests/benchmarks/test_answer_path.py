@@ -77,3 +77,21 @@ def test_a_replayed_default_reports_no_seconds(tmp_path: Path) -> None:
     assert live["median_s"] == 0.1 and live["first_answer_median_s"] == 0.03
     assert replay["median_s"] is None and replay["first_answer_median_s"] is None
     assert replay["default_f1"] == live["default_f1"] == 100.0
+
+
+def test_the_picture_draws_the_draft_and_the_default_of_each_slice_against_its_one_call(
+    tmp_path: Path,
+) -> None:
+    _write(tmp_path / "d", [_default("a", "Paris", "Tulsa", True, 8.0)])
+    _write(tmp_path / "bm25", [_one_call("a", 0.0)])
+    measured = ap.slice_figures(ap.SliceRuns("tuning", "d", {"bm25": "bm25"}), tmp_path)
+    alone = ap.slice_figures(ap.SliceRuns("tuning", "d", {}), tmp_path)  # no one call
+    assert measured is not None and alone is not None
+    drawing = ap.figure({"tune/x": measured, "tune/none": alone})
+    assert drawing is not None
+    (axes,) = drawing.axes
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["tune/x (n=1, vs bm25)"]
+    # the default (+100: the plan fixed it) and the draft (0: both wrong), one bar each
+    means = sorted(float(bar.lines[0].get_xdata()[0]) for bar in axes.containers)
+    assert means == [0.0, 100.0]
+    assert ap.figure({"tune/none": alone}) is None
