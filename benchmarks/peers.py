@@ -41,6 +41,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -89,8 +90,13 @@ def run_of(key: str) -> SuiteRun:
     return SuiteRun(key, ONE_CALL, PEERS_LIMIT, part.offset, part.file, PEERS_FOLDER)
 
 
-def run_args(key: str, pipeline: str, upto: int, concurrency: int) -> list[str]:
+def run_args(
+    key: str, pipeline: str, upto: int, concurrency: int, batch: str | None = None
+) -> list[str]:
+    """The child ``hoptree eval run`` of one chunk; ``batch`` labels its rows (the chunk of this
+    invocation, the same for every pipeline: rows made beside each other)."""
     part = CHAINS_SUITE.slices[key]
+    labelled = ["--batch", batch] if batch else []
     return [
         "eval",
         "run",
@@ -108,6 +114,7 @@ def run_args(key: str, pipeline: str, upto: int, concurrency: int) -> list[str]:
         str(concurrency),
         "--out",
         str(RESULTS / key / pipeline),
+        *labelled,
     ]
 
 
@@ -121,6 +128,7 @@ def rows_written(folder: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     pipelines = pipelines_to_run(args.pipelines)
     hoptree = str(Path(sys.executable).with_name("hoptree"))
+    started = datetime.now(UTC).isoformat(timespec="microseconds")  # this invocation
     for n, upto in enumerate(range(args.chunk, args.limit + args.chunk, args.chunk)):
         upto = min(upto, args.limit)
         turn = n % len(pipelines)
@@ -133,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             for pipeline in order:
                 if rows_written(RESULTS / key / pipeline) >= upto:
                     continue  # a finished chunk: no child run (each costs seconds to start)
-                command = [hoptree, *run_args(key, pipeline, upto, args.concurrency)]
+                batch = f"{started} {key} {upto}"  # this invocation's chunk of this slice
+                command = [hoptree, *run_args(key, pipeline, upto, args.concurrency, batch)]
                 print(f"== {key} {pipeline} up to {upto}", file=sys.stderr, flush=True)
                 code = subprocess.call(command)
                 if code != 0:

@@ -198,6 +198,15 @@ def run_command(
             "leaves=semantic, max_words=200, base_resolution=3 (see `hoptree eval pipelines`)",
         ),
     ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="a label written into every row of this invocation (an interleaved "
+            "comparison's chunk: rows of two runs with the same label were made beside each "
+            "other, so their seconds compare)",
+        ),
+    ] = None,
     metrics_only: Annotated[
         bool,
         typer.Option(
@@ -222,6 +231,7 @@ def run_command(
             concurrency=concurrency,
             index=index,
             tree_options=tuple(tree_option or ()),
+            batch=batch,
         ),
         k=k,
         passage_chars=passage_chars,

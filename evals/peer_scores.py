@@ -32,9 +32,10 @@ PEER_PREFIX = "peer-"
 
 Rows = Mapping[str, Mapping[str, Any]]
 
-# Two rows were made beside each other (the same chunk of an interleaved run: the same machine
-# in the same hour, the only way seconds compare) when they finished this close together; a
-# run made again alone, in another session, is hours or days away from its peers' rows.
+# Rows written before they carried their chunk's label (``batch``) were made beside each other
+# (the same chunk of an interleaved run: the same machine in the same hour, the only way seconds
+# compare) when they finished this close together; a run made again alone, in another session,
+# is hours or days away from its peers' rows.
 BESIDE = timedelta(hours=2)
 
 
@@ -60,8 +61,12 @@ def _finished(row: Mapping[str, Any]) -> datetime | None:
 
 
 def made_beside(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    """Whether two rows of a question finished within ``BESIDE`` of each other (a row without
-    its time is not known to be beside anything)."""
+    """Whether two rows of a question were made beside each other: the same ``batch`` (the
+    chunk of an interleaved run, ``benchmarks/peers.py``) when both carry one; otherwise
+    (rows written before the label) finished within ``BESIDE`` of each other. A row without
+    its time is not known to be beside anything."""
+    if one.get("batch") and other.get("batch"):
+        return one["batch"] == other["batch"]
     a, b = _finished(one), _finished(other)
     return a is not None and b is not None and abs(a - b) <= BESIDE
 
@@ -133,8 +138,9 @@ def peers_markdown(data: Mapping[str, Any], heading: str = "#") -> str:
         "paired 95% bootstrap interval; W/L are hoptree's wins and losses. The runs of a slice "
         "were made interleaved (a few questions of each pipeline in turn), but a run made again "
         "alone is not the peers' machine hour: seconds are the medians over the *beside* "
-        "questions only, those whose two rows finished within two hours of each other (the "
-        "same chunk of an interleaved run; hoptree's default on the fresh slices' questions "
+        "questions only, those whose two rows were made in the same chunk of an interleaved run "
+        "(the chunk's label in both rows; rows from before the label: finished within two hours "
+        "of each other; hoptree's default on the fresh slices' questions "
         "1-25 was rerun alone, thirtieth session, so there only 26-50 count). *No search*: the "
         "questions the peer answered without one "
         "search (LangChain's ReAct agent on this model: it answers without calling its tool, "

@@ -150,6 +150,9 @@ class RunConfig:
     index: Path | None = None  # open setting: use this index instead of building one
     progress: bool | None = None  # None: a bar on a terminal, else one line per question
     tree_options: tuple[str, ...] = ()  # QuALITY tree pipelines: KEY=VALUE tree settings
+    # a label written into every row this invocation writes: the chunk of an interleaved
+    # comparison (benchmarks/peers.py), so rows made beside each other say so exactly
+    batch: str | None = None
 
     def check(self) -> None:
         if self.setting not in SETTINGS:

@@ -385,6 +385,8 @@ async def run_eval(
                         log.warning("question %s failed: %s", question.id, exc)
                         output = _failed(exc, started, spent)
                     row = score(question, output, retrieves=spec.scores_context)
+                    if config.batch:
+                        row["batch"] = config.batch
                     append_row(handle, row)
                     finished[question.id] = row
                     progress.add(row)

@@ -34,6 +34,7 @@ IGNORED = frozenset(
     {
         "seconds",
         "finished_at",
+        "batch",
         "code",
         "prompt_ms",
         "decode_ms",

@@ -103,6 +103,23 @@ def test_seconds_compare_only_on_questions_whose_rows_were_made_beside_each_othe
     assert "none beside" in peers_markdown({"fresh/2wiki": {"peer-ircot": alone}})
 
 
+def test_rows_labelled_with_their_chunk_are_beside_exactly_when_the_labels_match(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "fresh" / "musique"
+    hoptree = [row(f"q{i}", 1.0, 20.0) for i in range(3)]
+    peer = [row(f"q{i}", 0.0, 60.0) for i in range(3)]
+    for r in (hoptree[0], peer[0]):  # one chunk that ran long: three hours apart, one label
+        r["batch"] = "2026-11-30T02:42:02Z fresh/musique 5"
+    peer[0]["finished_at"] = "2026-11-30T02:00:00+00:00"
+    hoptree[1]["batch"] = "2026-11-30T02:42:02Z fresh/musique 5"  # minutes apart, two labels:
+    peer[1]["batch"] = "2026-11-30T09:10:00Z fresh/musique 5"  # a chunk rerun the next run
+    # q2: no label on either row, finished together: the two-hour rule
+    write_run(folder / "draft-first", hoptree)
+    write_run(folder / "peer-ircot", peer)
+    assert peer_scores(tmp_path)["fresh/musique"]["peer-ircot"]["seconds_n"] == 2  # q0, q2
+
+
 def test_the_plumbing_check_pairs_hoptrees_one_call_with_flashrags(tmp_path: Path) -> None:
     folder = tmp_path / "musique"
     write_run(folder / "bm25", [row("a", 1.0), row("b", 0.0)])
@@ -155,6 +172,23 @@ def test_runs_are_interleaved_in_chunks_with_the_first_pipeline_rotating(
     ]
     args = peers.run_args("musique", "bm25", 7, 2)
     assert args[args.index("--offset") + 1] == "87"  # the report half of MuSiQue
+
+
+def test_each_chunk_labels_its_rows_the_same_for_every_pipeline_and_no_other_chunk(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    record_child_runs(monkeypatch, tmp_path, ["draft-first", "bm25"])
+    commands: list[list[str]] = []
+    monkeypatch.setattr(peers.subprocess, "call", lambda command: commands.append(command) or 0)
+    argv = ["run", "--slices", "musique", "2wiki", "--limit", "10", "--chunk", "5"]
+    assert peers.main(argv) == 0
+    labels = [(c[c.index("--dataset") + 1], c[c.index("--batch") + 1]) for c in commands]
+    assert len(labels) == 8  # 2 chunks x 2 slices x 2 pipelines
+    # one label a (chunk, slice), shared by its two pipelines
+    assert [len({b for _, b in labels[i : i + 2]}) for i in range(0, 8, 2)] == [1, 1, 1, 1]
+    assert len({b for _, b in labels}) == 4
+    assert peers.main([*argv[:-2], "--chunk", "10"]) == 0  # another invocation, other labels
+    assert not {c[c.index("--batch") + 1] for c in commands[8:]} & {b for _, b in labels}
 
 
 def test_a_chunk_a_folder_already_holds_starts_no_child_run(

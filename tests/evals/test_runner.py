@@ -239,6 +239,20 @@ async def test_resume_runs_only_unfinished_questions(
     assert metrics["n"] == 1 and len(rows(out)) == 3
 
 
+async def test_each_row_carries_the_batch_label_of_the_invocation_that_wrote_it(
+    eval_settings: Settings, embeddings: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    for limit, batch in ((1, "chunk 1"), (2, "chunk 2"), (3, None)):
+        await run_eval(
+            RunConfig(dataset=TINY, pipeline="bm25", out=out, limit=limit, batch=batch),
+            context(eval_settings, scripted_chat(), embeddings),
+        )
+    labels = {r["id"]: r.get("batch") for r in rows(out)}
+    assert labels == {"tiny-1": "chunk 1", "tiny-2": "chunk 2", "tiny-3": None}
+    assert "batch" not in next(r for r in rows(out) if r["id"] == "tiny-3")
+
+
 async def test_metrics_only_rescores_a_stopped_run_without_a_model(
     eval_settings: Settings, embeddings: Any, tmp_path: Path
 ) -> None:
