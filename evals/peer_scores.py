@@ -198,11 +198,11 @@ AHEAD = 5.0
 
 
 def peers_figure(data: Mapping[str, Any], slices: Sequence[str] = SLICES) -> Any | None:
-    """One panel per slice of ``slices`` (today's report slices on top, the fresh ones below;
-    a slice that is not in ``slices`` is left out): hoptree's
-    default minus each peer in F1 points with its paired 95% interval, green where the interval
-    is above zero, red where below, blue where it spans zero; lines at zero, at ``LEVEL`` and at
-    ``AHEAD``. None when no slice has a peer (the plumbing check alone draws nothing)."""
+    """One panel per slice of ``slices`` (today's report slices on top, the fresh ones below):
+    hoptree's default minus each peer in F1 points with its paired 95% interval, green where the
+    interval is above zero, red where below, blue where it spans zero; lines at zero, at
+    ``LEVEL`` and at ``AHEAD``. None when no slice has a peer (the plumbing check alone draws
+    nothing)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -214,7 +214,7 @@ def peers_figure(data: Mapping[str, Any], slices: Sequence[str] = SLICES) -> Any
     panels = {key: shown for key, shown in panels.items() if shown}
     if not panels:
         return None
-    rows = [[k for k in keys if k in panels] for keys in (SLICES[:3], SLICES[3:])]
+    rows = [[k for k in keys if k in panels] for keys in (SLICES[:3], FRESH)]
     rows = [keys for keys in rows if keys]
     columns = max(len(keys) for keys in rows)
     tallest = max(len(shown) for shown in panels.values())
