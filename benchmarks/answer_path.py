@@ -13,6 +13,9 @@ all of them answered, paired by id:
 - ``best_one_call``: the one-call run with the higher F1 on these questions, ``one_call_f1`` its
   F1; ``delta``, ``ci_low``, ``ci_high``: default minus it, with the paired 95% bootstrap interval
   (percentage points), ``wins``/``losses`` the default's; ``draft``: the same for the draft;
+  ``one_call_won``: the questions that one call scored above the default, by why
+  (``evals.peer_wins``: the plan changed a right draft, a wrong span, a gold paragraph only the
+  one call read, a misreading);
 - ``planned``: questions the router sent to the plan; ``changed``: questions whose final answer
   is not the draft's (normalised); ``planned_unchanged``: planned, and the answer not changed
   (the issue asks for the plan on at most half of the questions it does not change);
@@ -46,6 +49,7 @@ from evals.drafts import draft_of, escalated, first_answer_seconds
 from evals.metrics import best_f1
 from evals.paired import headroom_captured, paired_diff
 from evals.peer_scores import rows_of
+from evals.peer_wins import CLASSES, classify_win
 from searchers.text import normalize_answer_folded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,6 +213,16 @@ def _against(run: Mapping[str, float], reference: Mapping[str, float]) -> dict[s
     }
 
 
+def _won(
+    default: Mapping[str, Mapping[str, Any]],
+    one_call: Mapping[str, Mapping[str, Any]],
+    ids: Sequence[str],
+) -> dict[str, int]:
+    """The questions the one call scored above the default, by why (``evals.peer_wins``)."""
+    kinds = [classify_win(default[i], one_call[i]) for i in ids]
+    return {kind: kinds.count(kind) for kind in CLASSES if kind in kinds}
+
+
 def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | None:
     """The figures of one slice on the questions its default and every one-call run answered;
     None when the default run is missing or shares no question with them."""
@@ -251,6 +265,7 @@ def slice_figures(runs: SliceRuns, results: Path = RESULTS) -> dict[str, Any] | 
         reference = _f1(one_calls[best], ids)
         out.update(best_one_call=best, one_call_f1=one_call_f1[best], **_against(final, reference))
         out["draft"] = _against(draft, reference)
+        out["one_call_won"] = _won(default, one_calls[best], ids)
     oracle = rows_of(results / runs.oracle) if runs.oracle else {}
     if oracle and out["one_call_f1"] is not None and set(ids) <= set(oracle):
         out["oracle_f1"] = _mean(_f1(oracle, ids))
@@ -299,6 +314,16 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
             f"| {_cell(f['median_s'])} | {_cell(f['first_answer_median_s'])} "
             f"| {'' if headroom is None else f'{headroom}%'} |"
         )
+    lines += [
+        "",
+        "Where the best one call scored above the default, by why (`evals/peer_wins.py`: the "
+        "first class that fits):",
+        "",
+    ]
+    for name, f in figures.items():
+        won = f.get("one_call_won")
+        if won:
+            lines.append(f"- {name}: " + "; ".join(f"{kind} {n}" for kind, n in won.items()))
     lines += ["", "Runs (under `evals/results/`):", ""]
     for name, f in figures.items():
         runs = ", ".join(f"{k} `{v}`" for k, v in f["runs"].items())

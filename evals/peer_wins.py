@@ -8,7 +8,7 @@ so the reading starts from counts and ids instead of from the whole slice:
   and the final answer is worse: the plan, not the search or the reading, lost it;
 - ``hoptree's answer is a wrong span``: hoptree named part of the answer (F1 above zero): a
   matter of the answer's form;
-- ``the peer read a gold paragraph hoptree did not``: a supporting paragraph was in the peer's
+- ``it read a gold paragraph hoptree did not``: a supporting paragraph was in the peer's
   prompts (what it retrieved) and not among the passages hoptree's answer read
   (``planner.sources``): the peer's search loop found what the plan missed;
 - ``both read the gold: hoptree misread``: every supporting paragraph the peer read, hoptree read
@@ -16,6 +16,8 @@ so the reading starts from counts and ids instead of from the whole slice:
 - ``no supporting titles``: the question file names none, so the search cannot be told apart.
 
 The classes say where to look, not what to change: the rows behind each id are the reading.
+Any run whose rows say what it retrieved can stand in the peer's place:
+``benchmarks/answer_path.py`` sorts the questions the best one call won over the default so.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ Rows = Mapping[str, Mapping[str, Any]]
 CLASSES = (
     "the plan changed a right draft",
     "hoptree's answer is a wrong span",
-    "the peer read a gold paragraph hoptree did not",
+    "it read a gold paragraph hoptree did not",
     "both read the gold: hoptree misread",
     "no supporting titles",
 )
@@ -45,7 +47,7 @@ SHORT = dict(
         (
             "plan changed a right draft",
             "wrong span",
-            "gold only the peer read",
+            "gold only it read",
             "misread",
             "no gold",
         ),

@@ -95,3 +95,19 @@ def test_the_picture_draws_the_draft_and_the_default_of_each_slice_against_its_o
     means = sorted(float(bar.lines[0].get_xdata()[0]) for bar in axes.containers)
     assert means == [0.0, 100.0]
     assert ap.figure({"tune/none": alone}) is None
+
+
+def test_the_questions_the_one_call_won_are_sorted_by_why(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "d",
+        [
+            _default("a", "Tulsa", "Paris", True, 8.0),  # a right draft the plan changed
+            _default("b", "Paris", "Paris", True, 8.0),  # wrong throughout: no titles to tell
+            _default("c", "Tulsa", "Tulsa", False, 8.0),  # right: the one call did not win
+        ],
+    )
+    _write(tmp_path / "bm25", [_one_call(i, 1.0) for i in "abc"])
+    f = ap.slice_figures(ap.SliceRuns("tuning", "d", {"bm25": "bm25"}), tmp_path)
+    assert f is not None
+    assert f["one_call_won"] == {"the plan changed a right draft": 1, "no supporting titles": 1}
+    assert "- x: the plan changed a right draft 1; no supporting titles 1" in ap.markdown({"x": f})
