@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evals.compare import draw_interval
 from evals.drafts import draft_of, escalated, first_answer_seconds
 from evals.metrics import best_f1
 from evals.paired import headroom_captured, paired_diff
@@ -314,16 +315,19 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
             f"| {_cell(f['median_s'])} | {_cell(f['first_answer_median_s'])} "
             f"| {'' if headroom is None else f'{headroom}%'} |"
         )
-    lines += [
-        "",
-        "Where the best one call scored above the default, by why (`evals/peer_wins.py`: the "
-        "first class that fits):",
-        "",
+    won = [
+        f"- {name}: " + "; ".join(f"{kind} {n}" for kind, n in f["one_call_won"].items())
+        for name, f in figures.items()
+        if f.get("one_call_won")
     ]
-    for name, f in figures.items():
-        won = f.get("one_call_won")
-        if won:
-            lines.append(f"- {name}: " + "; ".join(f"{kind} {n}" for kind, n in won.items()))
+    if won:
+        lines += [
+            "",
+            "Where the best one call scored above the default, by why (`evals/peer_wins.py`: "
+            "the first class that fits):",
+            "",
+            *won,
+        ]
     lines += ["", "Runs (under `evals/results/`):", ""]
     for name, f in figures.items():
         runs = ", ".join(f"{k} `{v}`" for k, v in f["runs"].items())
@@ -359,11 +363,8 @@ def figure(figures: Mapping[str, Mapping[str, Any]]) -> Any | None:
         for arm, y, kind in arms:
             low, mean, high = float(arm["ci_low"]), float(arm["delta"]), float(arm["ci_high"])
             color = "tab:green" if low >= BAR else "tab:red"
-            face = color if kind == "default" else "white"
-            error = [[mean - low], [high - mean]]
-            axes.errorbar(
-                [mean], [y], xerr=error, fmt="o", color=color, markerfacecolor=face, capsize=3
-            )
+            hollow = kind == "draft"
+            draw_interval(axes, y, low, mean, high, color=color, hollow=hollow, capsize=3)
     axes.axvline(0.0, color="grey", linewidth=1)
     axes.axvline(BAR, color="grey", linewidth=0.8, linestyle=":")
     labels = [f"{name} (n={f['n']}, vs {f['best_one_call']})" for name, f in shown]

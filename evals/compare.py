@@ -319,6 +319,32 @@ def gains_plot_path(plot: Path) -> Path:
     return plot.with_name(f"{plot.stem}-gains.png")
 
 
+def interval_color(low: float, high: float) -> str:
+    """Green or red where a paired interval excludes zero (above, below), blue where it spans
+    it: the colour of every interval the project draws."""
+    return "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:blue"
+
+
+def draw_interval(
+    axes: Any,
+    y: float,
+    low: float,
+    mean: float,
+    high: float,
+    *,
+    color: str,
+    hollow: bool = False,
+    capsize: float = 4,
+) -> None:
+    """One paired difference at height ``y``: its mean as a point (``hollow``: white inside),
+    its interval as a horizontal error bar."""
+    error = [[mean - low], [high - mean]]
+    face = "white" if hollow else color
+    axes.errorbar(
+        [mean], [y], xerr=error, fmt="o", color=color, markerfacecolor=face, capsize=capsize
+    )
+
+
 def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | None:
     """Each agent run's paired F1 gain over the reference with its bootstrap interval as an
     error bar, a line at zero (the reference) and, when there is one, at the oracle's gain (the
@@ -336,10 +362,8 @@ def plot_gains(comparison: PairedComparison, path: Path, title: str) -> Path | N
     axes = figure.add_subplot()
     places = list(range(len(shown)))[::-1]  # the first run on top
     for place, (_, diff) in zip(places, shown, strict=True):
-        # green or red where the interval excludes zero, blue where it does not
-        color = "tab:green" if diff.low > 0 else "tab:red" if diff.high < 0 else "tab:blue"
-        error = [[diff.mean - diff.low], [diff.high - diff.mean]]
-        axes.errorbar([diff.mean], [place], xerr=error, fmt="o", color=color, capsize=4)
+        color = interval_color(diff.low, diff.high)
+        draw_interval(axes, place, diff.low, diff.mean, diff.high, color=color)
         axes.annotate(
             f"{diff.mean:+.1f} ({diff.wins}/{diff.losses}/{diff.ties})",
             (diff.mean, place),

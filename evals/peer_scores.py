@@ -13,11 +13,12 @@ section are written from this.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from evals.compare import draw_interval, interval_color
 from evals.paired import DEFAULT_RESAMPLES, DEFAULT_SEED, paired_diff
 from evals.report import details_or_none
 
@@ -106,20 +107,28 @@ def pair(
     }
 
 
-def peer_scores(results: Path) -> dict[str, Any]:
-    """Every slice folder under ``results`` (the peers folder): each peer against hoptree's
-    default, and the plumbing check; slices without runs are left out, never filled in."""
-    out: dict[str, Any] = {}
+def slice_runs(results: Path) -> Iterator[tuple[str, Path, Rows, dict[str, Rows]]]:
+    """Each slice folder under ``results`` (the peers folder), in ``SLICES`` order, with
+    hoptree's default rows there and each peer's rows by folder name; a slice without a folder
+    is left out."""
     for key in SLICES:
         folder = results / key
         if not folder.is_dir():
             continue
-        hoptree = rows_of(folder / HOPTREE)
+        peers = sorted(p for p in folder.iterdir() if p.name.startswith(PEER_PREFIX))
+        yield key, folder, rows_of(folder / HOPTREE), {p.name: rows_of(p) for p in peers}
+
+
+def peer_scores(results: Path) -> dict[str, Any]:
+    """Every slice folder under ``results`` (the peers folder): each peer against hoptree's
+    default, and the plumbing check; slices without runs are left out, never filled in."""
+    out: dict[str, Any] = {}
+    for key, folder, hoptree, peers in slice_runs(results):
         entry: dict[str, Any] = {}
-        for run_dir in sorted(p for p in folder.iterdir() if p.name.startswith(PEER_PREFIX)):
-            row = pair(hoptree, rows_of(run_dir))
+        for name, rows in peers.items():
+            row = pair(hoptree, rows)
             if row is not None:
-                entry[run_dir.name] = row
+                entry[name] = row
         plumbing = pair(rows_of(folder / ONE_CALL), rows_of(folder / PLUMBING_PEER))
         if plumbing is not None:
             entry["plumbing"] = {"against": ONE_CALL, "peer": PLUMBING_PEER, **plumbing}
@@ -246,9 +255,7 @@ def _peers_panel(axes: Any, key: str, shown: Sequence[tuple[str, Mapping[str, An
     places = list(range(len(shown)))[::-1]  # the first peer on top
     for place, (_, r) in zip(places, shown, strict=True):
         low, mean, high = float(r["ci_low"]), float(r["delta"]), float(r["ci_high"])
-        color = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:blue"
-        error = [[mean - low], [high - mean]]
-        axes.errorbar([mean], [place], xerr=error, fmt="o", color=color, capsize=3)
+        draw_interval(axes, place, low, mean, high, color=interval_color(low, high), capsize=3)
         label = f"{mean:+.1f} ({r['wins']}/{r['losses']}, n={r['n']})"
         axes.annotate(
             label, (mean, place), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=6

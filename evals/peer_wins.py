@@ -28,7 +28,7 @@ from typing import Any
 
 from evals.drafts import draft_of
 from evals.metrics import best_f1
-from evals.peer_scores import HOPTREE, PEER_PREFIX, SLICES, rows_of
+from evals.peer_scores import slice_runs
 
 Rows = Mapping[str, Mapping[str, Any]]
 
@@ -144,16 +144,12 @@ def wins_of(results: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """``peer_wins`` for every peer folder of every slice under ``results`` (the peers folder)
     against hoptree's default there; slices and peers that share no question are left out."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for key in SLICES:
-        folder = results / key
-        if not folder.is_dir():
-            continue
-        hoptree = rows_of(folder / HOPTREE)
+    for key, _, hoptree, peers in slice_runs(results):
         entry = {}
-        for run_dir in sorted(p for p in folder.iterdir() if p.name.startswith(PEER_PREFIX)):
-            wins = peer_wins(hoptree, rows_of(run_dir))
+        for name, rows in peers.items():
+            wins = peer_wins(hoptree, rows)
             if wins["n"]:
-                entry[run_dir.name] = wins
+                entry[name] = wins
         if entry:
             out[key] = entry
     return out
