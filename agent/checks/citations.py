@@ -19,7 +19,13 @@ from typing import Any
 
 from agent.rules.answer_text import closest_window
 from agent.rules.claims import Term, TextIndex, claims
-from searchers.text import WORD, fold, normalize_answer_folded, split_cited_sentences
+from searchers.text import (
+    WORD,
+    fold,
+    normalize_answer_folded,
+    split_cited_sentences,
+    split_sentences,
+)
 from searchers.verification import NO_ANSWER, YES_NO, contains_span
 
 
@@ -171,6 +177,58 @@ def check_citations(
 
 
 # --- the short answer ---------------------------------------------------------------------
+
+
+# --- a choice cites each side ------------------------------------------------------------
+
+
+def _side_sentence(choice: str, source: SourceText) -> str | None:
+    """The sentence of ``source`` that shows ``choice``'s side of the comparison: the first
+    naming it that holds a digit (its date or number), else the first naming it, else the
+    passage's first sentence when the title names it (a Wikipedia lead sentence says what its
+    subject is and when); None when the passage does not name it."""
+    sentences = split_sentences(source.text)
+    naming = [s for s in sentences if contains_span(choice, s)]
+    dated = [s for s in naming if any(ch.isdigit() for ch in s)]
+    if dated or naming:
+        return (dated or naming)[0]
+    if sentences and contains_span(choice, source.title):
+        return sentences[0]
+    return None
+
+
+def cite_each_choice(answer: str, sources: Sequence[SourceText], choices: Sequence[str]) -> str:
+    """A choice's answer ("Which came out first, A or B?") cites a passage for each
+    alternative, so whoever reads it sees both sides of the comparison, not only the one the
+    reader picked (issue 65 item 6; the 1.5B cites the passage of the alternative it names and
+    stops). For each alternative that no passage the answer cites names, the sentence of the
+    first shown passage naming it (``_side_sentence``) is
+    appended with that passage's mark. A side's passage is one titled by it when one was shown.
+    Unchanged without two alternatives, without an answer,
+    or when no shown passage names a missing alternative."""
+    if len(choices) < 2 or not answer:
+        return answer
+    by_n = {s.n: s for s in sources}
+    cited = [by_n[n] for n in _marks(answer) if n in by_n]
+    added: list[str] = []
+    for choice in choices:
+        titled = [s for s in sources if contains_span(choice, s.title)]
+        # a side's passage is the one titled by it when one was shown ("Hanson (band)", not
+        # "Tinted Windows", which names Taylor Hanson in passing), else any naming it
+        if titled:
+            covered = any(s in titled for s in cited)
+        else:
+            covered = any(contains_span(choice, s.text) for s in cited)
+        if covered:
+            continue
+        for source in titled or sources:
+            sentence = _side_sentence(choice, source)
+            if sentence is not None:
+                body, end = _body_and_end(sentence)
+                added.append(_render(body, end or ".", [source.n]))
+                cited.append(source)
+                break
+    return " ".join([answer, *added])
 
 
 def ground_short_answer(short: str, sources: Sequence[SourceText]) -> tuple[str, bool]:

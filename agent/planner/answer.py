@@ -16,7 +16,12 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 import prompts
-from agent.checks.citations import CitationCheck, SourceText, check_citations
+from agent.checks.citations import (
+    CitationCheck,
+    SourceText,
+    check_citations,
+    cite_each_choice,
+)
 from agent.checks.escalation import Candidate, FinalChoice, PlanKind, final_choice
 from agent.checks.evidence import Finding, select_evidence
 from agent.checks.short_answer import ShortAnswer, settle_short_answer
@@ -378,6 +383,7 @@ def finish(
         )
     check = check_citations(long, texts, plan.question.text)
     text = _cited_text(check, settled.text, texts, grounded=settled.grounded)
+    text = cite_each_choice(text, texts, plan.question.choices)
     sources = mode.sources
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
     return Composed(

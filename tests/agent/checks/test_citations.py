@@ -7,6 +7,7 @@ import pytest
 from agent.checks.citations import (
     SourceText,
     check_citations,
+    cite_each_choice,
     ground_short_answer,
 )
 
@@ -234,3 +235,63 @@ def test_ground_short_answer_yes_no_is_always_grounded(reply: str) -> None:
 
 def test_ground_short_answer_empty() -> None:
     assert ground_short_answer("  ", SOURCES) == ("", False)
+
+
+# --- a choice cites each side (issue 65 item 6) --------------------------------------------
+
+CHOICES = ("Tinted Windows", "Hanson")
+
+
+def test_a_choice_cites_the_other_alternatives_dated_sentence() -> None:
+    answer = "Hanson was formed in 1992 [3]."
+    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+        "Hanson was formed in 1992 [3]. Tinted Windows is an American rock supergroup formed in "
+        "2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]."
+    )
+
+
+def test_a_choice_citing_both_sides_is_left_alone() -> None:
+    answer = "Hanson was formed in 1992 [3], Tinted Windows in 2008 [1]."
+    assert cite_each_choice(answer, SOURCES, CHOICES) == answer
+
+
+def test_a_side_no_passage_names_is_not_invented() -> None:
+    answer = "Hanson was formed in 1992 [3]."
+    assert cite_each_choice(answer, SOURCES[1:], CHOICES) == answer
+
+
+def test_a_side_is_read_from_the_passage_titled_by_it() -> None:
+    """Passage 1 names "Hanson" only in passing (Taylor Hanson): the side "Hanson" is read from
+    the passage titled by it, and an answer citing passage 2 gets both sides."""
+    answer = "Tinted Windows was formed in 2008 [1]."
+    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+        "Tinted Windows was formed in 2008 [1]. Hanson is an American pop rock band from Tulsa, "
+        "Oklahoma, formed in 1992 by the brothers Isaac, Taylor and Zac Hanson [3]."
+    )
+    answer = "Tinted Windows was formed in 2008 [2]."
+    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+        "Tinted Windows was formed in 2008 [2]. Tinted Windows is an American rock supergroup "
+        "formed in 2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]. Hanson is an "
+        "American pop rock band from Tulsa, Oklahoma, formed in 1992 by the brothers Isaac, "
+        "Taylor and Zac Hanson [3]."
+    )
+
+
+def test_without_titles_a_side_is_read_from_a_passage_naming_it() -> None:
+    untitled = [SourceText(s.n, f"page {s.n}", s.text) for s in SOURCES]
+    answer = "Hanson was formed in 1992 [3]."
+    # passage 3 names Hanson; Tinted Windows is named by passage 1 only
+    assert cite_each_choice(answer, untitled, CHOICES) == (
+        "Hanson was formed in 1992 [3]. Tinted Windows is an American rock supergroup formed in "
+        "2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]."
+    )
+
+
+@pytest.mark.parametrize("choices", [(), ("Hanson",)])
+def test_without_two_alternatives_nothing_is_added(choices: tuple[str, ...]) -> None:
+    answer = "Hanson was formed in 1992 [3]."
+    assert cite_each_choice(answer, SOURCES, choices) == answer
+
+
+def test_an_empty_answer_gets_no_evidence_alone() -> None:
+    assert cite_each_choice("", SOURCES, CHOICES) == ""

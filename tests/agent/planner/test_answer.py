@@ -121,6 +121,8 @@ async def test_a_comparison_the_findings_decide_is_computed_not_read(tmp_path: P
         "values": {"Alpha": "3 May 1950", "Beta": "1962"},
         "picked": "Alpha",
     }
+    # issue 65 item 6: the answer cites a passage for each alternative
+    assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
 
 
 async def test_a_resolved_chain_answers_with_its_last_hop_from_its_own_passages(index) -> None:

@@ -263,3 +263,55 @@ async def test_the_free_reader_reads_whole_passages_and_a_free_text_reply(tmp_pa
     assert "Its outflow is the Ostra [1]." in result.answer
     assert [c.title for c in result.citations] == ["Lake Varo"]
     assert result.sources[0]["shown"] == OUTFLOW[0][2]
+
+
+FILMS = [
+    (
+        "alpha",
+        "Alpha (film)",
+        "Alpha is a drama film directed by Ann Rowe. It was released on 3 May 1950.",
+    ),
+    ("beta", "Beta (film)", "Beta is a comedy film released in 1962 by Gemini Pictures."),
+]
+CHOICE = "Which film came out first, Alpha or Beta?"
+
+
+@pytest.mark.parametrize("reader", ["free", "json"])
+async def test_a_choice_draft_cites_both_alternatives(tmp_path_factory, reader) -> None:
+    """Issue 65 item 6 on the draft path: the reader names one film and cites its passage; the
+    draft's answer also cites the other film's dated sentence, so both sides are shown."""
+    index = tiny_index(tmp_path_factory, f"films-{reader}", FILMS)
+    free = (
+        "Alpha"
+        if reader == "free"
+        else reply(short_answer="Alpha", answer="Alpha came out first [1].")
+    )
+    chat = RoutedChatModel(routes={"rag_answer": free})
+    planner = PlannerSettings(answer_reader=reader, router="never")
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(CHOICE)
+    assert result.short_answer == "Alpha" and result.stopped == "draft"
+    assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
+    beta = next(c.n for c in result.citations if c.title == "Beta (film)")
+    assert f"Beta is a comedy film released in 1962 by Gemini Pictures [{beta}]." in result.answer
+
+
+@pytest.mark.parametrize("draft", [True, False])
+async def test_a_choice_is_answered_by_the_alternative_never_yes(tmp_path_factory, draft) -> None:
+    """Issue 65 item 6 on the draft path and the answer path (the draft switched off): the
+    reader writes "Yes" to "which came first, A or B?" and names Alpha in its long answer; the
+    short answer is "Alpha", and both films' passages are cited."""
+    index = tiny_index(tmp_path_factory, f"films-yes-{draft}", FILMS)
+    yes = reply(short_answer="Yes", answer="Yes, Alpha came out first.")
+    chat = RoutedChatModel(
+        routes={
+            "rag_answer": yes,
+            "decompose": reply(queries=["release date of Alpha", "release date of Beta"]),
+            "summarize": reply(findings=[]),
+            "answer": yes,
+        }
+    )
+    planner = PlannerSettings(answer_reader="json", draft=draft, supplement=False)
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(CHOICE)
+    assert routes(chat)[0] == ("rag_answer" if draft else "decompose")
+    assert result.short_answer == "Alpha"
+    assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
