@@ -138,10 +138,10 @@ SLICES: dict[str, SliceRuns] = {
     ),
     "docs/apache-httpd": SliceRuns(
         "documentation",
-        "v11/docs-apache-httpd/draft-first-free",
+        "v13/docs-apache-httpd/draft-first",
         {"bm25": "docs/apache-httpd/bm25", "hybrid": "docs/apache-httpd/hybrid"},
-        note="1-20: the default with the free draft reader (v11; the JSON reader's arm is "
-        "v11/docs-apache-httpd/draft-first-json)",
+        note="all 49: today's default (v13; questions 1-20 with the free draft reader and the "
+        "JSON hop reader, v11/docs-apache-httpd/draft-first-free)",
     ),
     "fresh/hotpotqa": SliceRuns(
         "fresh report",
