@@ -19,6 +19,7 @@ from typing import Any
 
 from agent.rules.answer_text import closest_window
 from agent.rules.claims import Term, TextIndex, claims
+from agent.rules.question import Question
 from searchers.text import (
     WORD,
     fold,
@@ -179,50 +180,72 @@ def check_citations(
 # --- the short answer ---------------------------------------------------------------------
 
 
-# --- a choice cites each side ------------------------------------------------------------
+# --- a comparison cites each side ----------------------------------------------------------
+
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 
 
-def _side_sentence(choice: str, source: SourceText) -> str | None:
-    """The sentence of ``source`` that shows ``choice``'s side of the comparison: the first
-    naming it that holds a digit (its date or number), else the first naming it, else the
-    passage's first sentence when the title names it (a Wikipedia lead sentence says what its
-    subject is and when); None when the passage does not name it."""
+def sides(question: Question, sources: Sequence[SourceText]) -> list[str]:
+    """What a comparison's answer should show a passage for: a choice's alternatives ("A or
+    B?", ``Question.choices``); for a yes/no question ("Are A and B both American?", which
+    offers no alternatives to parse), the shown passages' titles the question names ("Hanson
+    (band)" read as "Hanson"), in the question's order; none for any other question."""
+    if len(question.choices) >= 2:
+        return list(question.choices)
+    if not question.yes_no:
+        return []
+    named: dict[str, int] = {}
+    folded = f" {normalize_answer_folded(question.text)} "
+    for source in sources:
+        name = _PARENTHETICAL.sub("", source.title).strip()
+        key = normalize_answer_folded(name)
+        if len(key) > 1 and f" {key} " in folded and name not in named:
+            named[name] = folded.index(f" {key} ")
+    return sorted(named, key=named.__getitem__)
+
+
+def _side_sentence(side: str, source: SourceText, *, dated: bool) -> str | None:
+    """The sentence of ``source`` that shows ``side``'s part of the comparison: the first naming
+    it (with ``dated``, one holding a digit, its date or number, first), else the passage's
+    first sentence when the title names it (a Wikipedia lead sentence says what its subject is
+    and when); None when the passage does not name it."""
     sentences = split_sentences(source.text)
-    naming = [s for s in sentences if contains_span(choice, s)]
-    dated = [s for s in naming if any(ch.isdigit() for ch in s)]
-    if dated or naming:
-        return (dated or naming)[0]
-    if sentences and contains_span(choice, source.title):
+    naming = [s for s in sentences if contains_span(side, s)]
+    if dated:
+        naming = [s for s in naming if any(ch.isdigit() for ch in s)] + naming
+    if naming:
+        return naming[0]
+    if sentences and contains_span(side, source.title):
         return sentences[0]
     return None
 
 
-def cite_each_choice(answer: str, sources: Sequence[SourceText], choices: Sequence[str]) -> str:
-    """A choice's answer ("Which came out first, A or B?") cites a passage for each
-    alternative, so whoever reads it sees both sides of the comparison, not only the one the
-    reader picked (issue 65 item 6; the 1.5B cites the passage of the alternative it names and
-    stops). For each alternative that no passage the answer cites names, the sentence of the
-    first shown passage naming it (``_side_sentence``) is
-    appended with that passage's mark. A side's passage is one titled by it when one was shown.
-    Unchanged without two alternatives, without an answer,
-    or when no shown passage names a missing alternative."""
-    if len(choices) < 2 or not answer:
+def cite_each_side(answer: str, sources: Sequence[SourceText], question: Question) -> str:
+    """A comparison's answer cites a passage for each side (``sides``), so whoever reads it
+    sees both, not only the one the reader named (issue 65 item 6: the 1.5B cites the passage
+    of the alternative it picks and stops, and the free reader's "Yes" cites nothing). For
+    each side no cited passage stands for, the sentence of the first shown passage naming it
+    (``_side_sentence``; a dated one first when the question compares dates or numbers) is
+    appended with that passage's mark. A side's passage is one titled by it when one was shown
+    ("Hanson (band)", not "Tinted Windows", which names Taylor Hanson in passing), else any
+    naming it. Unchanged without an answer, without sides, or when no shown passage names a
+    missing side."""
+    wanted = sides(question, sources)
+    if not answer or not wanted:
         return answer
     by_n = {s.n: s for s in sources}
     cited = [by_n[n] for n in _marks(answer) if n in by_n]
     added: list[str] = []
-    for choice in choices:
-        titled = [s for s in sources if contains_span(choice, s.title)]
-        # a side's passage is the one titled by it when one was shown ("Hanson (band)", not
-        # "Tinted Windows", which names Taylor Hanson in passing), else any naming it
+    for side in wanted:
+        titled = [s for s in sources if contains_span(side, s.title)]
         if titled:
             covered = any(s in titled for s in cited)
         else:
-            covered = any(contains_span(choice, s.text) for s in cited)
+            covered = any(contains_span(side, s.text) for s in cited)
         if covered:
             continue
         for source in titled or sources:
-            sentence = _side_sentence(choice, source)
+            sentence = _side_sentence(side, source, dated=question.direction is not None)
             if sentence is not None:
                 body, end = _body_and_end(sentence)
                 added.append(_render(body, end or ".", [source.n]))

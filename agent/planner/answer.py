@@ -20,7 +20,7 @@ from agent.checks.citations import (
     CitationCheck,
     SourceText,
     check_citations,
-    cite_each_choice,
+    cite_each_side,
 )
 from agent.checks.escalation import Candidate, FinalChoice, PlanKind, final_choice
 from agent.checks.evidence import Finding, select_evidence
@@ -383,7 +383,7 @@ def finish(
         )
     check = check_citations(long, texts, plan.question.text)
     text = _cited_text(check, settled.text, texts, grounded=settled.grounded)
-    text = cite_each_choice(text, texts, plan.question.choices)
+    text = cite_each_side(text, texts, plan.question)
     sources = mode.sources
     cited = sorted({int(n) for n in _CITE.findall(text) if 1 <= int(n) <= len(sources)})
     return Composed(

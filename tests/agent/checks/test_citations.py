@@ -7,9 +7,11 @@ import pytest
 from agent.checks.citations import (
     SourceText,
     check_citations,
-    cite_each_choice,
+    cite_each_side,
     ground_short_answer,
+    sides,
 )
+from agent.rules.question import Question
 
 QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
 SOURCES = [
@@ -237,14 +239,14 @@ def test_ground_short_answer_empty() -> None:
     assert ground_short_answer("  ", SOURCES) == ("", False)
 
 
-# --- a choice cites each side (issue 65 item 6) --------------------------------------------
+# --- a comparison cites each side (issue 65 item 6) ---------------------------------------
 
-CHOICES = ("Tinted Windows", "Hanson")
+CHOICE = Question.read(QUESTION)  # "Which band was formed first, Tinted Windows or Hanson?"
 
 
 def test_a_choice_cites_the_other_alternatives_dated_sentence() -> None:
     answer = "Hanson was formed in 1992 [3]."
-    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+    assert cite_each_side(answer, SOURCES, CHOICE) == (
         "Hanson was formed in 1992 [3]. Tinted Windows is an American rock supergroup formed in "
         "2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]."
     )
@@ -252,24 +254,24 @@ def test_a_choice_cites_the_other_alternatives_dated_sentence() -> None:
 
 def test_a_choice_citing_both_sides_is_left_alone() -> None:
     answer = "Hanson was formed in 1992 [3], Tinted Windows in 2008 [1]."
-    assert cite_each_choice(answer, SOURCES, CHOICES) == answer
+    assert cite_each_side(answer, SOURCES, CHOICE) == answer
 
 
 def test_a_side_no_passage_names_is_not_invented() -> None:
     answer = "Hanson was formed in 1992 [3]."
-    assert cite_each_choice(answer, SOURCES[1:], CHOICES) == answer
+    assert cite_each_side(answer, SOURCES[1:], CHOICE) == answer
 
 
 def test_a_side_is_read_from_the_passage_titled_by_it() -> None:
     """Passage 1 names "Hanson" only in passing (Taylor Hanson): the side "Hanson" is read from
     the passage titled by it, and an answer citing passage 2 gets both sides."""
     answer = "Tinted Windows was formed in 2008 [1]."
-    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+    assert cite_each_side(answer, SOURCES, CHOICE) == (
         "Tinted Windows was formed in 2008 [1]. Hanson is an American pop rock band from Tulsa, "
         "Oklahoma, formed in 1992 by the brothers Isaac, Taylor and Zac Hanson [3]."
     )
     answer = "Tinted Windows was formed in 2008 [2]."
-    assert cite_each_choice(answer, SOURCES, CHOICES) == (
+    assert cite_each_side(answer, SOURCES, CHOICE) == (
         "Tinted Windows was formed in 2008 [2]. Tinted Windows is an American rock supergroup "
         "formed in 2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]. Hanson is an "
         "American pop rock band from Tulsa, Oklahoma, formed in 1992 by the brothers Isaac, "
@@ -281,17 +283,36 @@ def test_without_titles_a_side_is_read_from_a_passage_naming_it() -> None:
     untitled = [SourceText(s.n, f"page {s.n}", s.text) for s in SOURCES]
     answer = "Hanson was formed in 1992 [3]."
     # passage 3 names Hanson; Tinted Windows is named by passage 1 only
-    assert cite_each_choice(answer, untitled, CHOICES) == (
+    assert cite_each_side(answer, untitled, CHOICE) == (
         "Hanson was formed in 1992 [3]. Tinted Windows is an American rock supergroup formed in "
         "2008 by James Iha, Taylor Hanson and Bun E. Carlos [1]."
     )
 
 
-@pytest.mark.parametrize("choices", [(), ("Hanson",)])
-def test_without_two_alternatives_nothing_is_added(choices: tuple[str, ...]) -> None:
-    answer = "Hanson was formed in 1992 [3]."
-    assert cite_each_choice(answer, SOURCES, choices) == answer
+def test_a_bare_yes_cites_each_subject_the_question_names() -> None:
+    """The free reader's "Yes" cites nothing; the subjects of a yes/no question are the shown
+    passages' titles it names, without their parenthetical ("Hanson (band)")."""
+    both = Question.read("Are Tinted Windows and Hanson both American bands?")
+    assert sides(both, SOURCES) == ["Tinted Windows", "Hanson"]
+    assert cite_each_side("Yes.", SOURCES, both) == (
+        "Yes. Tinted Windows is an American rock supergroup formed in 2008 by James Iha, Taylor "
+        "Hanson and Bun E. Carlos [1]. Hanson is an American pop rock band from Tulsa, Oklahoma, "
+        "formed in 1992 by the brothers Isaac, Taylor and Zac Hanson [3]."
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which band did Taylor Hanson form in 2008?",  # neither a choice nor yes/no
+        "Which band was formed first?",  # no alternatives offered
+    ],
+)
+def test_other_questions_have_no_sides(question: str) -> None:
+    answer = "Tinted Windows [1]."
+    assert sides(Question.read(question), SOURCES) == []
+    assert cite_each_side(answer, SOURCES, Question.read(question)) == answer
 
 
 def test_an_empty_answer_gets_no_evidence_alone() -> None:
-    assert cite_each_choice("", SOURCES, CHOICES) == ""
+    assert cite_each_side("", SOURCES, CHOICE) == ""

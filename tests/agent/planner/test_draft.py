@@ -315,3 +315,16 @@ async def test_a_choice_is_answered_by_the_alternative_never_yes(tmp_path_factor
     assert routes(chat)[0] == ("rag_answer" if draft else "decompose")
     assert result.short_answer == "Alpha"
     assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
+
+
+async def test_a_yes_no_comparison_draft_cites_each_subject(tmp_path_factory) -> None:
+    """Issue 65 item 6: the free reader's bare "Yes" to "Are A and B both ...?" cites nothing;
+    the draft's answer cites a sentence of each film's passage."""
+    index = tiny_index(tmp_path_factory, "films-both", FILMS)
+    chat = RoutedChatModel(routes={"rag_answer": "Yes"})
+    planner = PlannerSettings(router="never")
+    result = await agent_with(chat, [KeywordSearcher(index)], planner).ask(
+        "Are Alpha and Beta both films?"
+    )
+    assert result.short_answer == "Yes" and result.answer.startswith("Yes. ")
+    assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
