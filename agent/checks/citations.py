@@ -177,9 +177,6 @@ def check_citations(
     return result
 
 
-# --- the short answer ---------------------------------------------------------------------
-
-
 # --- a comparison cites each side ----------------------------------------------------------
 
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
@@ -252,6 +249,9 @@ def cite_each_side(answer: str, sources: Sequence[SourceText], question: Questio
                 cited.append(source)
                 break
     return " ".join([answer, *added])
+
+
+# --- the short answer ---------------------------------------------------------------------
 
 
 def ground_short_answer(short: str, sources: Sequence[SourceText]) -> tuple[str, bool]:
