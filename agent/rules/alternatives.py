@@ -95,6 +95,9 @@ def _closing_alternative(text: str) -> str:
 # comma before "Oklahoma".
 _OPENING_END = re.compile(r"[,:]\s*")
 _QUESTION_WORD = re.compile(r"\b(?:which|who|whom|whose|what)\b", re.IGNORECASE)
+# A lowercase name a software manual writes: an identifier with an underscore, a digit or a dot
+# inside ("mod_http2", "httpd.conf"), which the capitalised-name rule above cannot see.
+_IDENTIFIER = re.compile(r"[a-z][\w-]*(?:[_\d.][\w-]*)+\b")
 
 
 def _opening_end(head: str) -> int | None:
@@ -103,6 +106,8 @@ def _opening_end(head: str) -> int | None:
     for found in _OPENING_END.finditer(head, start):
         rest = head[found.end() :]
         if not rest[:1].isalpha() or rest[:1].isupper() or re.match(r"(?:the|a|an)\s+\S", rest):
+            return found.end()
+        if _IDENTIFIER.match(rest):
             return found.end()
     return None
 

@@ -100,6 +100,14 @@ QUESTION = "Which band was formed first, Tinted Windows or Hanson?"
         ("What sport is played by both Justin Gimelstob and Angelique Kerber?", []),
         ("Which city lies between Tulsa and Oklahoma City?", []),
         ("Who founded Candlelight Records?", []),
+        # a software manual's lowercase identifiers (the Apache manual set, issue 65 item 4)
+        (
+            "Which module became available in an earlier httpd version, mod_http2 or "
+            "mod_proxy_express?",
+            ["mod_http2", "mod_proxy_express"],
+        ),
+        ("Which file is read first, httpd.conf or ports.conf?", ["httpd.conf", "ports.conf"]),
+        ("Which came first, cats or dogs?", []),  # plain lowercase words are no names
     ],
 )
 def test_choices(question: str, expected: list[str]) -> None:
