@@ -184,19 +184,32 @@ class FinalChoice:
     reason: str
 
 
-def final_choice(draft: Candidate, kind: PlanKind, plan: Candidate | None) -> FinalChoice:
+def _names_one(alternatives: Sequence[str], answer: str) -> bool:
+    """The answer is one of the question's alternatives (after answer normalisation)."""
+    target = normalize_answer_folded(answer)
+    return bool(target) and any(normalize_answer_folded(a) == target for a in alternatives)
+
+
+def final_choice(
+    draft: Candidate, kind: PlanKind, plan: Candidate | None, alternatives: Sequence[str] = ()
+) -> FinalChoice:
     """Which answer the person gets when the plan ran. An open plan answers with the draft
     (nothing is read twice). A computed comparison or a resolved chain replaces the draft when
     its support is stronger: the plan's answer is supported and rests on a supported finding
     for every hop (or for both compared values), where the draft rests on one read of the
     question's own hits. An unsupported plan answer never replaces the draft (the measurement:
-    docs/architecture.md)."""
+    docs/architecture.md), nor does one that is none of the question's ``alternatives`` when the
+    draft names one ("A or B?" is answered by A or B: issue 65 item 6)."""
     if kind == "open" or plan is None or not plan.answer.strip():
         return FinalChoice(draft.answer, "draft", "plan open: the draft stands")
     if same_answer(draft.answer, plan.answer):
         return FinalChoice(plan.answer, "plan", f"{kind} agrees with the draft")
     if kind == "comparison":
         return FinalChoice(plan.answer, "plan", "computed comparison over supported findings")
+    if _names_one(alternatives, draft.answer) and not _names_one(alternatives, plan.answer):
+        return FinalChoice(
+            draft.answer, "draft", "chain answer is no alternative: the draft stands"
+        )
     if plan.supported:
         why = "a weak draft" if unknown_like(draft.answer) or not draft.supported else "one read"
         return FinalChoice(plan.answer, "plan", f"supported chain over {why}")

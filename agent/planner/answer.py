@@ -433,13 +433,15 @@ async def answer(state: PlannerState, runtime: Runtime[PlannerRun]) -> dict[str,
     if draft is not None and draft.is_written and not mode.resolved:
         composed = redraft(plan, draft)
         kind: PlanKind = "comparison" if "comparison" in composed.report else "open"
-        choice = final_choice(draft_candidate(draft), kind, Candidate(composed.short, True))
+        choice = final_choice(
+            draft_candidate(draft), kind, Candidate(composed.short, True), plan.question.choices
+        )
     else:
         composed = await compose(run, plan, mode, run.answer_scope())
         if draft is not None and draft.is_written:
             kind = "comparison" if "comparison" in composed.report else "resolved"
             plan_answer = Candidate(composed.short, composed.grounded)
-            choice = final_choice(draft_candidate(draft), kind, plan_answer)
+            choice = final_choice(draft_candidate(draft), kind, plan_answer, plan.question.choices)
     if draft is not None and choice is not None and choice.source == "draft":
         composed = redraft(plan, draft, settle=False)
     data = composed.event()

@@ -172,6 +172,23 @@ def test_a_supported_chain_replaces_the_draft() -> None:
     assert weak.source == "plan" and "weak draft" in weak.reason
 
 
+def test_a_chain_answering_no_alternative_does_not_replace_a_draft_that_names_one() -> None:
+    """Issue 65 item 6: "A or B?" is answered by A or B (the Apache manual's httpd-c04: a
+    supported chain said "mod_rewrite" to "mod_macro or mod_proxy_fdpass?")."""
+    offered = ("mod_macro", "mod_proxy_fdpass")
+    draft = Candidate("mod_proxy_fdpass", True)
+    kept = final_choice(draft, "resolved", Candidate("mod_rewrite", True), offered)
+    assert (kept.answer, kept.source) == ("mod_proxy_fdpass", "draft")
+    assert "no alternative" in kept.reason
+    # an alternative the chain reached still replaces the draft; a draft naming none does not
+    # hold the plan back
+    assert final_choice(draft, "resolved", Candidate("mod_macro", True), offered).source == "plan"
+    loose = final_choice(
+        Candidate("Apache", True), "resolved", Candidate("mod_rewrite", True), offered
+    )
+    assert loose.source == "plan"
+
+
 def test_an_unsupported_chain_does_not_replace_the_draft() -> None:
     chosen = final_choice(Candidate("Tulsa", True), "resolved", Candidate("Chicago", False))
     assert (chosen.answer, chosen.source) == ("Tulsa", "draft")
