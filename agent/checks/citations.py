@@ -19,6 +19,7 @@ from typing import Any
 
 from agent.rules.answer_text import closest_window
 from agent.rules.claims import Term, TextIndex, claims
+from agent.rules.query_text import without_aside
 from agent.rules.question import Question
 from searchers.text import (
     WORD,
@@ -179,8 +180,6 @@ def check_citations(
 
 # --- a comparison cites each side ----------------------------------------------------------
 
-_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
-
 
 def sides(question: Question, sources: Sequence[SourceText]) -> list[str]:
     """What a comparison's answer should show a passage for: a choice's alternatives ("A or
@@ -194,10 +193,11 @@ def sides(question: Question, sources: Sequence[SourceText]) -> list[str]:
     named: dict[str, int] = {}
     folded = f" {normalize_answer_folded(question.text)} "
     for source in sources:
-        name = _PARENTHETICAL.sub("", source.title).strip()
+        name = without_aside(source.title).strip()
         key = normalize_answer_folded(name)
-        if len(key) > 1 and f" {key} " in folded and name not in named:
-            named[name] = folded.index(f" {key} ")
+        at = folded.find(f" {key} ")
+        if len(key) > 1 and at >= 0 and name not in named:
+            named[name] = at
     return sorted(named, key=named.__getitem__)
 
 

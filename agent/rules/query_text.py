@@ -229,11 +229,17 @@ MAX_FILL_WORDS = 12
 _TRAILING_ASIDE = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+def without_aside(text: str) -> str:
+    """``text`` without a trailing parenthetical aside: "Hanson (band)" is "Hanson", "Jörgen
+    Smit (July 21, 1916 ...)" is "Jörgen Smit"."""
+    return _TRAILING_ASIDE.sub("", text)
+
+
 def fill_value(answer: str) -> str:
     """What a finding puts in place of ``#n``: the finding without a trailing aside ("Jörgen
     Smit (July 21, 1916 in Bergen – May 10, 1991 in Arlesheim)" is searched as "Jörgen Smit"),
     or "" for a yes/no or a finding too long to be a name."""
-    name = _TRAILING_ASIDE.sub("", answer).strip(" ,;") or answer.strip()
+    name = without_aside(answer).strip(" ,;") or answer.strip()
     if query_key(name) in {"yes", "no", ""} or len(name.split()) > MAX_FILL_WORDS:
         return ""
     return name
