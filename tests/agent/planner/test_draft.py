@@ -328,3 +328,19 @@ async def test_a_yes_no_comparison_draft_cites_each_subject(tmp_path_factory) ->
     )
     assert result.short_answer == "Yes" and result.answer.startswith("Yes. ")
     assert sorted(c.title for c in result.citations) == ["Alpha (film)", "Beta (film)"]
+
+
+async def test_a_chain_answer_naming_no_alternative_leaves_a_draft_that_names_one(index) -> None:
+    """ "A or B?" is answered by A or B: a supported chain whose answer is neither does not
+    replace a draft naming one (``escalation.final_choice``'s alternatives rule)."""
+    chat = two_hop_chat(answer=reply(short_answer="Paris", answer="It is Paris [1]."))
+    choice = "Which river flows through the city where the Eiffel Tower stands, Seine or Loire?"
+    chat.routes["rag_answer"] = reader_by_question(**{"Seine or Loire": "Seine"})
+    result = await agent_with(chat, [KeywordSearcher(index)], DRAFT).ask(choice)
+    assert "answer" in routes(chat)  # the plan ran and resolved the chain to "Paris"
+    assert result.draft is not None and result.draft.short_answer == "Seine"
+    assert result.short_answer == "Seine"
+    assert result.final_choice == {
+        "source": "draft",
+        "reason": "chain answer is no alternative: the draft stands",
+    }
