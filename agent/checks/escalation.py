@@ -18,7 +18,7 @@ from typing import Literal
 
 from agent.checks.chains import same_answer
 from agent.checks.citations import SourceText, ground_short_answer
-from agent.rules.answer_text import restates, unknown_like
+from agent.rules.answer_text import is_alternative, restates, unknown_like
 from agent.rules.question import Question, Shape
 from agent.settings import RouterSettings
 from searchers.text import normalize_answer_folded
@@ -184,12 +184,6 @@ class FinalChoice:
     reason: str
 
 
-def _names_one(alternatives: Sequence[str], answer: str) -> bool:
-    """The answer is one of the question's alternatives (after answer normalisation)."""
-    target = normalize_answer_folded(answer)
-    return bool(target) and any(normalize_answer_folded(a) == target for a in alternatives)
-
-
 def final_choice(
     draft: Candidate, kind: PlanKind, plan: Candidate | None, alternatives: Sequence[str] = ()
 ) -> FinalChoice:
@@ -206,7 +200,7 @@ def final_choice(
         return FinalChoice(plan.answer, "plan", f"{kind} agrees with the draft")
     if kind == "comparison":
         return FinalChoice(plan.answer, "plan", "computed comparison over supported findings")
-    if _names_one(alternatives, draft.answer) and not _names_one(alternatives, plan.answer):
+    if is_alternative(draft.answer, alternatives) and not is_alternative(plan.answer, alternatives):
         return FinalChoice(
             draft.answer, "draft", "chain answer is no alternative: the draft stands"
         )

@@ -34,8 +34,14 @@ def restates(answer: str, query: str, *, offered: Sequence[str] | None = None) -
     if not said or not said <= set(normalize_answer_folded(query).split()):
         return False
     alternatives = Question.read(query).choices if offered is None else offered
-    named = {normalize_answer_folded(c) for c in alternatives}
-    return normalize_answer_folded(answer) not in named
+    return not is_alternative(answer, alternatives)
+
+
+def is_alternative(answer: str, options: Sequence[str]) -> bool:
+    """The answer is one of the question's alternatives (``Question.choices``), after answer
+    normalisation: exactly, not by overlap (``pick_choice`` also maps overlapping forms)."""
+    target = normalize_answer_folded(answer)
+    return bool(target) and any(normalize_answer_folded(o) == target for o in options)
 
 
 def _contains(outer: str, inner: str) -> bool:
